@@ -1,0 +1,1 @@
+export { startPlatform, type Platform, type PlatformOptions } from './platform.js';

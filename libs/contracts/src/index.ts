@@ -1,0 +1,2 @@
+export * from './jwt.js';
+export * from './services.js';

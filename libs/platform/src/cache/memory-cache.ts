@@ -1,0 +1,37 @@
+import { LRUCache } from 'lru-cache';
+import type { Cache } from './cache.js';
+
+export interface MemoryCacheOptions {
+  /** Entries kept before the least recently used is evicted. */
+  maxEntries: number;
+}
+
+/** The in-process cache of the all-in-one default: an LRU with per-entry TTLs. */
+export function createMemoryCache(options: MemoryCacheOptions): Cache {
+  const entries = new LRUCache<string, string>({ max: options.maxEntries });
+  /** Adds one to a counter, keeping the TTL it was created with. */
+  const increment = (key: string, ttlSeconds = 0) => {
+    const value = Number(entries.get(key) ?? 0) + 1;
+    entries.set(key, String(value), { ttl: ttlSeconds * 1000, noUpdateTTL: true });
+    return value;
+  };
+  return {
+    kind: 'memory',
+    get: async (key) => entries.get(key) ?? null,
+    set: async (key, value, ttlSeconds) => {
+      entries.set(key, value, { ttl: ttlSeconds * 1000 });
+    },
+    delete: async (...keys) => {
+      for (const key of keys) entries.delete(key);
+    },
+    increment: async (key) => increment(key),
+    hit: async (key, windowSeconds) => {
+      const count = increment(key, windowSeconds);
+      return { count, resetSeconds: Math.max(1, Math.ceil(entries.getRemainingTTL(key) / 1000)) };
+    },
+    ping: async () => ({ version: 'memory' }),
+    close: async () => {
+      entries.clear();
+    },
+  };
+}

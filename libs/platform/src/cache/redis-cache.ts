@@ -1,0 +1,82 @@
+import { Redis } from 'ioredis';
+import type { Logger } from '../logger.js';
+import type { Cache } from './cache.js';
+
+export interface RedisCacheOptions {
+  url: string;
+  logger: Logger;
+  /** Prepended to every key, so several deployments (or test runs) can share one Redis. */
+  keyPrefix?: string;
+  /** A command not answered in this time fails, so a hung Redis never stalls a request. */
+  commandTimeoutMs?: number;
+}
+
+const HIT_SCRIPT = `
+local count = redis.call('INCR', KEYS[1])
+if count == 1 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
+return { count, redis.call('TTL', KEYS[1]) }`;
+
+/**
+ * Redis through ioredis, tuned to fail fast: no offline queue (a command while disconnected
+ * fails at once), one retry per command, a short command timeout, and reconnection with a
+ * backoff capped at two seconds so the cache comes back by itself after an outage.
+ */
+export async function createRedisCache(options: RedisCacheOptions): Promise<Cache> {
+  const redis = new Redis(options.url, {
+    keyPrefix: options.keyPrefix,
+    connectTimeout: 2_000,
+    commandTimeout: options.commandTimeoutMs ?? 500,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    retryStrategy: (attempt) => Math.min(attempt * 100, 2_000),
+  });
+  // Log an outage once, and its end, not every reconnection attempt.
+  let down = false;
+  redis.on('error', (error) => {
+    if (!down) options.logger.warn({ err: error }, 'redis unavailable; the cache fails open until it is back');
+    down = true;
+  });
+  redis.on('ready', () => {
+    if (down) options.logger.info('redis connection restored');
+    down = false;
+  });
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, 2_000);
+    redis.once('ready', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+
+  let version: string | undefined;
+  redis.on('close', () => {
+    version = undefined;
+  });
+
+  return {
+    kind: 'redis',
+    get: (key) => redis.get(key),
+    set: async (key, value, ttlSeconds) => {
+      await redis.set(key, value, 'EX', ttlSeconds);
+    },
+    delete: async (...keys) => {
+      if (keys.length > 0) await redis.del(...keys);
+    },
+    increment: (key) => redis.incr(key),
+    hit: async (key, windowSeconds) => {
+      const [count, ttl] = (await redis.eval(HIT_SCRIPT, 1, key, windowSeconds)) as [number, number];
+      return { count, resetSeconds: Math.max(1, ttl) };
+    },
+    ping: async () => {
+      await redis.ping();
+      if (version === undefined) {
+        const info = await redis.info('server');
+        version = /redis_version:([^\r\n]+)/.exec(info)?.[1] ?? 'unknown';
+      }
+      return { version };
+    },
+    close: async () => {
+      await redis.quit().catch(() => redis.disconnect());
+    },
+  };
+}

@@ -1,0 +1,128 @@
+/* eslint-disable no-restricted-properties -- the one module that reads process.env */
+import { z } from 'zod';
+
+const port = z.coerce
+  .number({ error: 'expected a port number from 0 to 65535' })
+  .int({ error: 'expected a port number from 0 to 65535' })
+  .min(0, { error: 'expected a port number from 0 to 65535' })
+  .max(65535, { error: 'expected a port number from 0 to 65535' });
+
+const positiveInt = (what: string) =>
+  z.coerce
+    .number({ error: `expected ${what}` })
+    .int({ error: `expected ${what}` })
+    .positive({ error: `expected ${what}` });
+
+const urlWithProtocols = (protocols: string[]) =>
+  z
+    .string()
+    .refine(
+      (value) => {
+        try {
+          const url = new URL(value);
+          return protocols.includes(url.protocol.slice(0, -1));
+        } catch {
+          return false;
+        }
+      },
+      { error: `expected a URL starting with ${protocols.map((p) => `${p}://`).join(' or ')}` },
+    );
+
+const serviceUrl = (defaultPort: number) =>
+  urlWithProtocols(['http', 'https']).default(`http://127.0.0.1:${defaultPort}`);
+
+/** Every service's port in all-in-one mode, and the default a standalone service listens on. */
+export const DEFAULT_PORTS = {
+  gateway: 3000,
+  identity: 3001,
+  credentials: 3002,
+  sso: 3003,
+  crud: 3004,
+  health: 3005,
+} as const;
+
+export type ServiceName = keyof typeof DEFAULT_PORTS;
+
+/**
+ * The domain services behind the gateway, in start order. The gateway routes to them and the
+ * health service reports on them; `PLATFORM_SERVICES` narrows the list for a deployment.
+ */
+export const DOMAIN_SERVICES: readonly ServiceName[] = [];
+
+const configSchema = z.object({
+  NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Interface a standalone service binds; all-in-one binds its internal services to loopback. */
+  HOST: z.string().min(1).default('0.0.0.0'),
+  PORT: port.optional(),
+
+  DATABASE_URL: urlWithProtocols(['postgres', 'postgresql']).optional(),
+  /** Connections per service process; Postgres' default max_connections is 100. */
+  DATABASE_POOL_MAX: positiveInt('a whole number of connections, at least 1').default(10),
+  /** Where the embedded database (PGlite) keeps its files when DATABASE_URL is unset. */
+  DATA_DIR: z.string().min(1).default('.data'),
+  REDIS_URL: urlWithProtocols(['redis', 'rediss']).optional(),
+  /** Entries the in-process cache holds before it evicts the least recently used. */
+  CACHE_MAX_ENTRIES: positiveInt('a whole number of entries, at least 1').default(10_000),
+  NATS_URL: z
+    .string()
+    .refine((v) => v.split(',').every((s) => /^(nats|tls):\/\/[^\s]+$/.test(s.trim())), {
+      error: 'expected nats:// or tls:// URLs, separated by commas',
+    })
+    .optional(),
+
+  PLATFORM_SERVICES: z
+    .string()
+    .transform((value) => value.split(',').map((name) => name.trim()).filter(Boolean))
+    .pipe(z.array(z.enum(Object.keys(DEFAULT_PORTS) as [ServiceName, ...ServiceName[]], { error: `expected a comma-separated list of: ${Object.keys(DEFAULT_PORTS).join(', ')}` })))
+    .optional()
+    .transform((names) => names ?? [...DOMAIN_SERVICES]),
+
+  GATEWAY_URL: serviceUrl(DEFAULT_PORTS.gateway),
+  IDENTITY_URL: serviceUrl(DEFAULT_PORTS.identity),
+  CREDENTIALS_URL: serviceUrl(DEFAULT_PORTS.credentials),
+  SSO_URL: serviceUrl(DEFAULT_PORTS.sso),
+  CRUD_URL: serviceUrl(DEFAULT_PORTS.crud),
+  HEALTH_URL: serviceUrl(DEFAULT_PORTS.health),
+
+  /** Largest request body a service accepts (bytes). */
+  BODY_LIMIT: positiveInt('a size in bytes').default(1_048_576),
+  /** How long the gateway waits for an upstream before answering 503. */
+  UPSTREAM_TIMEOUT_MS: positiveInt('a duration in milliseconds').default(10_000),
+  /** How long a draining process waits for in-flight requests before it exits anyway. */
+  SHUTDOWN_TIMEOUT_MS: positiveInt('a duration in milliseconds').default(10_000),
+});
+
+export type PlatformConfig = z.output<typeof configSchema>;
+export type Env = Record<string, string | undefined>;
+
+/** Thrown when the environment does not describe a runnable configuration. */
+export class ConfigError extends Error {
+  constructor(readonly problems: { variable: string; expected: string }[]) {
+    super(
+      `Invalid configuration:\n${problems.map((p) => `  ${p.variable}: ${p.expected}`).join('\n')}`,
+    );
+    this.name = 'ConfigError';
+  }
+}
+
+/**
+ * Parses the environment once, at start-up. Empty values count as unset, so `FOO=` in an
+ * env file falls back to the default instead of failing on an empty string.
+ */
+export function loadConfig(env: Env = process.env): PlatformConfig {
+  const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== ''));
+  const result = configSchema.safeParse(present);
+  if (result.success) return result.data;
+  throw new ConfigError(
+    result.error.issues.map((issue) => {
+      const variable = String(issue.path[0] ?? '(environment)');
+      const received = present[variable];
+      const expected =
+        issue.code === 'invalid_value'
+          ? `expected one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`
+          : issue.message;
+      return { variable, expected: received === undefined ? expected : `${expected}, got ${JSON.stringify(received)}` };
+    }),
+  );
+}

@@ -1,0 +1,129 @@
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, open, readFile, rm } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { PGlite, type Transaction } from '@electric-sql/pglite';
+import { PrismaPGlite } from 'pglite-prisma-adapter';
+import type { Logger } from '../logger.js';
+import type { Database, SqlSession } from './database.js';
+
+export interface PGliteOptions {
+  /** Folder of the data directory; `memory://` keeps everything in memory (tests). */
+  dataDir: string;
+  logger: Logger;
+}
+
+/**
+ * PGlite's default 128MB of shared buffers puts the process near 300MB RSS; 16MB is ample
+ * for a development database and halves that.
+ */
+const START_PARAMS = [...PGlite.defaultStartParams, '-c', 'shared_buffers=16MB'];
+
+/** Thrown when another live process already owns the embedded data directory. */
+export class DataDirectoryInUseError extends Error {
+  constructor(dataDir: string, pid: number) {
+    super(
+      `The embedded database in ${dataDir} is in use by process ${pid}. ` +
+        'Stop that process, or set DATABASE_URL or DATA_DIR to use another database.',
+    );
+    this.name = 'DataDirectoryInUseError';
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * One PGlite instance may own a data directory, never two. A lock file holding our pid
+ * guards that; a lock left by a dead process (a crash, kill -9) is taken over, and with it
+ * the stale postmaster.pid that would otherwise make PGlite hang on open.
+ */
+async function lockDataDirectory(dataDir: string): Promise<() => Promise<void>> {
+  const lockFile = `${dataDir}.lock`;
+  for (;;) {
+    try {
+      const handle = await open(lockFile, 'wx');
+      await handle.writeFile(String(process.pid));
+      await handle.close();
+      await rm(join(dataDir, 'postmaster.pid'), { force: true });
+      return () => rm(lockFile, { force: true });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      const owner = Number((await readFile(lockFile, 'utf8').catch(() => '')).trim());
+      if (Number.isInteger(owner) && owner > 0 && owner !== process.pid && isAlive(owner)) {
+        throw new DataDirectoryInUseError(dataDir, owner);
+      }
+      await rm(lockFile, { force: true });
+    }
+  }
+}
+
+/**
+ * Creating a cluster (initdb) touches ~800MB that the WASM heap never gives back, so a new
+ * data directory is initialized by a short-lived child process and only opened here.
+ */
+async function initializeInChild(dataDir: string): Promise<void> {
+  const pglite = createRequire(import.meta.url).resolve('@electric-sql/pglite');
+  const script = `require(${JSON.stringify(pglite)}).PGlite.create({ dataDir: ${JSON.stringify(dataDir)} }).then((db) => db.close())`;
+  await promisify(execFile)(process.execPath, ['-e', script], { timeout: 120_000 });
+}
+
+function sessionOf(db: PGlite | Transaction): SqlSession {
+  return {
+    query: async <Row>(sql: string, params?: unknown[]) => (await db.query<Row>(sql, params)).rows,
+    exec: async (script) => {
+      await db.exec(script);
+    },
+    transaction: (fn) =>
+      'transaction' in db ? db.transaction((tx) => fn(sessionOf(tx))) : fn(sessionOf(db)),
+  };
+}
+
+export async function openPGlite(options: PGliteOptions): Promise<Database> {
+  const inMemory = options.dataDir.startsWith('memory://');
+  const dataDir = inMemory ? options.dataDir : resolve(options.dataDir);
+  let unlock = async () => {};
+  if (!inMemory) {
+    await mkdir(resolve(dataDir, '..'), { recursive: true });
+    unlock = await lockDataDirectory(dataDir);
+    if (!existsSync(join(dataDir, 'PG_VERSION'))) {
+      options.logger.info({ dataDir }, 'creating the embedded database');
+      await initializeInChild(dataDir);
+    }
+  }
+  let db: PGlite;
+  try {
+    db = await PGlite.create({ dataDir, startParams: START_PARAMS });
+  } catch (error) {
+    await unlock();
+    throw error;
+  }
+  const root = sessionOf(db);
+  // Within one process PGlite is a single connection: locks are an in-process queue.
+  const locks = new Map<string, Promise<unknown>>();
+
+  return {
+    kind: 'pglite',
+    ...root,
+    withLock: (key, fn) => {
+      const previous = locks.get(key) ?? Promise.resolve();
+      const next = previous.catch(() => undefined).then(() => fn(root));
+      locks.set(key, next);
+      return next;
+    },
+    version: async () => (await db.query<{ version: string }>('select version()')).rows[0]?.version ?? 'unknown',
+    prismaAdapter: () => new PrismaPGlite(db),
+    close: async () => {
+      if (!db.closed) await db.close();
+      await unlock();
+    },
+  };
+}

@@ -1,0 +1,110 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import swagger from '@fastify/swagger';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { Logger } from '../logger.js';
+import { handleError, PROBLEM_CONTENT_TYPE, sendProblem } from './errors.js';
+import { translate } from './i18n.js';
+import { validatorCompiler } from './validation.js';
+
+/** A Fastify instance whose routes are typed by their zod schemas. */
+export type App = FastifyInstance<Server, IncomingMessage, ServerResponse, FastifyBaseLogger, ZodTypeProvider>;
+
+export interface AppOptions {
+  /** Service name: the `service` field of every log line and the title of its OpenAPI document. */
+  name: string;
+  version: string;
+  logger: Logger;
+  /** Largest request body accepted, in bytes. */
+  bodyLimit: number;
+  description?: string;
+}
+
+/** Path every service serves its own OpenAPI document on; the gateway merges them at /docs. */
+export const OPENAPI_PATH = '/openapi.json';
+
+/** A caller's request id is kept only if it is short and plain, so it is safe in logs and headers. */
+const REQUEST_ID = /^[\w.:-]{1,128}$/;
+
+function requestIdFor(request: IncomingMessage): string {
+  const header = request.headers['x-request-id'];
+  return typeof header === 'string' && REQUEST_ID.test(header) ? header : randomUUID();
+}
+
+/**
+ * Answers errors Node's HTTP parser raises before Fastify sees a request (oversized headers,
+ * malformed request lines) with problem+json instead of a bare connection reset.
+ */
+function answerClientError(error: Error & { code?: string }, socket: Socket): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const tooLarge = error.code === 'HPE_HEADER_OVERFLOW';
+  const status = tooLarge ? 431 : 400;
+  const body = JSON.stringify({
+    type: `urn:problem:${tooLarge ? 'headers-too-large' : 'bad-request'}`,
+    title: translate('en', `status.${status}`),
+    status,
+    detail: translate('en', tooLarge ? 'error.headersTooLarge' : 'error.badRequest'),
+    instance: '/',
+    code: tooLarge ? 'HEADERS_TOO_LARGE' : 'BAD_REQUEST',
+    requestId: randomUUID(),
+  });
+  socket.end(
+    `HTTP/1.1 ${status} ${translate('en', `status.${status}`)}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
+}
+
+/**
+ * The Fastify instance every service is built on: zod validation with localized
+ * problem+json errors, request ids, hardened body parsing, and an OpenAPI 3.1 document.
+ */
+export async function createApp(options: AppOptions): Promise<App> {
+  const app = Fastify({
+    loggerInstance: options.logger.child({ service: options.name }),
+    genReqId: requestIdFor,
+    requestIdHeader: false,
+    bodyLimit: options.bodyLimit,
+    onProtoPoisoning: 'error',
+    onConstructorPoisoning: 'error',
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+    frameworkErrors: (error, request, reply) => handleError(error, request, reply),
+    clientErrorHandler: answerClientError,
+  }).withTypeProvider<ZodTypeProvider>();
+
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  app.setErrorHandler(handleError);
+  app.setNotFoundHandler((request, reply) =>
+    sendProblem(request, reply, {
+      status: 404,
+      code: 'ROUTE_NOT_FOUND',
+      messageKey: 'error.routeNotFound',
+      params: { method: request.method, path: (request.url.split('?')[0] ?? '').slice(0, 200) },
+    }),
+  );
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: options.name, version: options.version, description: options.description },
+      components: {
+        securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
+      },
+    },
+    transform: jsonSchemaTransform,
+    transformObject: jsonSchemaTransformObject,
+  });
+  app.get(OPENAPI_PATH, { schema: { hide: true } }, async () => app.swagger());
+
+  return app as unknown as App;
+}

@@ -1,0 +1,155 @@
+import { createLocalBus } from './bus/local-bus.js';
+import { createNatsBus } from './bus/nats-bus.js';
+import type { Bus } from './bus/bus.js';
+import type { Cache } from './cache/cache.js';
+import { createMemoryCache } from './cache/memory-cache.js';
+import { createRedisCache } from './cache/redis-cache.js';
+import { ConfigError, loadConfig, type PlatformConfig, type ServiceName } from './config.js';
+import type { Database } from './db/database.js';
+import { migrate } from './db/migrator.js';
+import { openPGlite } from './db/pglite.js';
+import { openPostgres } from './db/postgres.js';
+import type { App } from './http/app.js';
+import { createLogger, type Logger } from './logger.js';
+import { join } from 'node:path';
+
+/** What a service is built from: typed config and the adapters behind the ports. */
+export interface Dependencies {
+  config: PlatformConfig;
+  logger: Logger;
+  database: Database;
+  cache: Cache;
+  bus: Bus;
+}
+
+/**
+ * Opens the database, cache and bus the configuration names: Postgres, Redis and NATS when
+ * their URLs are set, the embedded defaults otherwise. The caller owns them and closes them
+ * (`closeDependencies`) after every service using them has stopped.
+ */
+export async function openDependencies(
+  config: PlatformConfig,
+  logger: Logger,
+  options: { name: string; cacheKeyPrefix?: string; pgliteDir?: string } = { name: 'platform' },
+): Promise<Dependencies> {
+  const database = config.DATABASE_URL
+    ? openPostgres({ url: config.DATABASE_URL, poolMax: config.DATABASE_POOL_MAX, logger })
+    : await openPGlite({ dataDir: options.pgliteDir ?? join(config.DATA_DIR, 'pglite'), logger });
+  const cache = config.REDIS_URL
+    ? await createRedisCache({ url: config.REDIS_URL, logger, keyPrefix: options.cacheKeyPrefix })
+    : createMemoryCache({ maxEntries: config.CACHE_MAX_ENTRIES });
+  const bus = config.NATS_URL
+    ? await createNatsBus({ servers: config.NATS_URL, logger, name: options.name })
+    : createLocalBus({ logger });
+  logger.info(
+    { database: database.kind, cache: cache.kind, bus: bus.kind },
+    config.DATABASE_URL ? 'dependencies opened' : 'dependencies opened (embedded database)',
+  );
+  return { config, logger, database, cache, bus };
+}
+
+export async function closeDependencies(deps: Dependencies): Promise<void> {
+  await Promise.allSettled([deps.bus.close(), deps.cache.close()]);
+  await deps.database.close();
+}
+
+/** One deployable service: how to migrate its schema and build its app. */
+export interface ServiceDefinition {
+  name: ServiceName;
+  /** Its Prisma Migrate folder; services without tables have none. */
+  migrations?: string;
+  build(deps: Dependencies): Promise<App>;
+}
+
+export interface RunningService {
+  name: ServiceName;
+  app: App;
+  /** Base URL it listens on, e.g. http://127.0.0.1:3001. */
+  url: string;
+  close(): Promise<void>;
+}
+
+/** Applies the service's migrations, builds it and starts listening. */
+export async function startService(
+  definition: ServiceDefinition,
+  deps: Dependencies,
+  listen: { host: string; port: number },
+): Promise<RunningService> {
+  if (definition.migrations) {
+    await migrate(deps.database, { schema: definition.name, directory: definition.migrations, logger: deps.logger });
+  }
+  const app = await definition.build(deps);
+  return listenApp(definition.name, app, listen);
+}
+
+/** Starts an already built app listening; port 0 picks a free port. */
+export async function listenApp(name: ServiceName, app: App, listen: { host: string; port: number }): Promise<RunningService> {
+  await app.listen({ host: listen.host, port: listen.port, listenTextResolver: (address) => `${name} listening on ${address}` });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : listen.port;
+  const host = listen.host === '0.0.0.0' || listen.host === '::' ? '127.0.0.1' : listen.host;
+  return { name, app, url: `http://${host}:${port}`, close: () => app.close() };
+}
+
+/**
+ * Calls `stop` on SIGTERM or SIGINT, once; exits when it finishes or after the timeout. A
+ * second signal exits at once.
+ */
+export function closeOnSignals(stop: () => Promise<void>, logger: Logger, timeoutMs: number): void {
+  let stopping = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stopping) process.exit(1);
+    stopping = true;
+    logger.info({ signal }, 'shutting down: draining in-flight requests');
+    const timer = setTimeout(() => {
+      logger.error('shutdown timed out; exiting anyway');
+      process.exit(1);
+    }, timeoutMs);
+    timer.unref();
+    stop().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        logger.error({ err: error }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+}
+
+/** Reads the environment, or prints what is wrong with it and exits. */
+export function loadConfigOrExit(): PlatformConfig {
+  try {
+    return loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(78); // EX_CONFIG
+    }
+    throw error;
+  }
+}
+
+/** The standalone entry of one service: what `node services/<name>/dist/main.js` runs. */
+export async function runStandalone(definition: ServiceDefinition, defaultPort: number): Promise<void> {
+  const config = loadConfigOrExit();
+  const logger = createLogger(config);
+  const deps = await openDependencies(config, logger, { name: definition.name });
+  let service: RunningService;
+  try {
+    service = await startService(definition, deps, { host: config.HOST, port: config.PORT ?? defaultPort });
+  } catch (error) {
+    logger.fatal({ err: error }, `${definition.name} failed to start`);
+    await closeDependencies(deps);
+    process.exit(1);
+  }
+  closeOnSignals(
+    async () => {
+      await service.close();
+      await closeDependencies(deps);
+    },
+    logger,
+    config.SHUTDOWN_TIMEOUT_MS,
+  );
+}

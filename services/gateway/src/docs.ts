@@ -1,0 +1,91 @@
+import swaggerUi from '@fastify/swagger-ui';
+import { OPENAPI_PATH, type App } from '@app/platform';
+import type { Route } from './routing.js';
+
+type OpenApiDocument = {
+  openapi?: string;
+  info?: Record<string, unknown>;
+  paths?: Record<string, unknown>;
+  tags?: { name: string; description?: string }[];
+  components?: Record<string, Record<string, unknown> | undefined>;
+  [key: string]: unknown;
+};
+
+/** How long a merged document is served before the upstreams are asked again. */
+const DOCS_TTL_MS = 30_000;
+
+/**
+ * Merges every upstream's own OpenAPI document into one: paths, tags and components side by
+ * side. A service that does not answer is left out (and listed in `x-unavailable-services`)
+ * rather than failing the whole document.
+ */
+export function mergeDocuments(base: OpenApiDocument, parts: { service: string; document?: OpenApiDocument }[]): OpenApiDocument {
+  const merged: OpenApiDocument = {
+    ...base,
+    paths: { ...base.paths },
+    tags: [...(base.tags ?? [])],
+    components: Object.fromEntries(Object.entries(base.components ?? {}).map(([kind, entries]) => [kind, { ...entries }])),
+  };
+  const unavailable: string[] = [];
+  for (const { service, document } of parts) {
+    if (!document) {
+      unavailable.push(service);
+      continue;
+    }
+    Object.assign(merged.paths!, document.paths);
+    for (const tag of document.tags ?? []) {
+      if (!merged.tags!.some((known) => known.name === tag.name)) merged.tags!.push(tag);
+    }
+    for (const [kind, entries] of Object.entries(document.components ?? {})) {
+      merged.components![kind] = { ...entries, ...merged.components![kind] };
+    }
+  }
+  if (unavailable.length > 0) merged['x-unavailable-services'] = unavailable;
+  return merged;
+}
+
+async function fetchDocument(url: string, timeoutMs: number): Promise<OpenApiDocument | undefined> {
+  try {
+    const response = await fetch(new URL(OPENAPI_PATH, url), { signal: AbortSignal.timeout(timeoutMs) });
+    return response.ok ? ((await response.json()) as OpenApiDocument) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Serves the merged OpenAPI 3.1 document at /docs/json and the interactive UI at /docs. */
+export async function registerDocs(app: App, routes: Route[], description: string): Promise<void> {
+  const upstreams = [...new Map(routes.map((route) => [route.url, route.service])).entries()];
+  let cached: { at: number; parts: { service: string; document?: OpenApiDocument }[] } | undefined;
+  let refreshing: Promise<void> | undefined;
+
+  const refresh = async () => {
+    const parts = await Promise.all(
+      upstreams.map(async ([url, service]) => ({ service, document: await fetchDocument(url, 2_000) })),
+    );
+    cached = { at: Date.now(), parts };
+  };
+
+  await app.register(swaggerUi, {
+    routePrefix: '/docs',
+    staticCSP: true,
+    uiConfig: { deepLinking: true, persistAuthorization: true },
+    uiHooks: {
+      preHandler: async (request) => {
+        if (!request.url.startsWith('/docs/json')) return;
+        const complete = cached?.parts.every((part) => part.document);
+        if (!cached || Date.now() - cached.at > DOCS_TTL_MS || !complete) {
+          refreshing ??= refresh().finally(() => {
+            refreshing = undefined;
+          });
+          await refreshing;
+        }
+      },
+    },
+    transformSpecification: (spec) =>
+      mergeDocuments(
+        { ...(spec as OpenApiDocument), info: { title: 'API platform', version: (spec as OpenApiDocument).info?.version, description } },
+        cached?.parts ?? [],
+      ),
+  });
+}

@@ -1,0 +1,3 @@
+export { buildApp, type GatewayDependencies, type GatewayOptions } from './app.js';
+export { mergeDocuments } from './docs.js';
+export { routingTable, SERVICE_PREFIXES, type Route } from './routing.js';

@@ -1,0 +1,65 @@
+import proxy from '@fastify/http-proxy';
+import { sendProblem, type App } from '@app/platform';
+import type { FastifyReply } from 'fastify';
+import type { Route } from './routing.js';
+
+/** Socket errors meaning nobody answers at the upstream's address. */
+const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+
+function causeCode(error: unknown): string | undefined {
+  let current = error as { code?: string; cause?: unknown } | undefined;
+  const codes: string[] = [];
+  while (current && codes.length < 5) {
+    if (current.code) codes.push(current.code);
+    current = current.cause as typeof current;
+  }
+  return codes.find((code) => UNREACHABLE.has(code)) ?? codes[0];
+}
+
+/**
+ * Answers a failed upstream call: 503 when the service cannot be reached (down, not yet
+ * started), 502 when it timed out or broke the response.
+ */
+function upstreamError(route: Route) {
+  return (proxied: unknown, { error }: { error: Error & { statusCode?: number } }) => {
+    const reply = proxied as FastifyReply;
+    const code = causeCode(error);
+    const timedOut = error.statusCode === 504 || code === 'UND_ERR_HEADERS_TIMEOUT';
+    const unreachable = code !== undefined && UNREACHABLE.has(code);
+    reply.log.warn({ err: error, upstream: route.service }, 'upstream call failed');
+    if (unreachable) reply.header('retry-after', '1');
+    sendProblem(reply.request, reply, {
+      status: unreachable ? 503 : 502,
+      code: unreachable ? 'UPSTREAM_UNAVAILABLE' : timedOut ? 'UPSTREAM_TIMEOUT' : 'UPSTREAM_BAD_RESPONSE',
+      messageKey: unreachable ? 'error.upstreamUnavailable' : timedOut ? 'error.upstreamTimeout' : 'error.upstreamBadResponse',
+      params: { service: route.service },
+    });
+  };
+}
+
+export interface ProxyOptions {
+  routes: Route[];
+  /** How long an upstream may take to send its response headers. */
+  timeoutMs: number;
+}
+
+/** Registers one proxy per routing-table row; bodies stream through unparsed. */
+export async function registerProxies(app: App, options: ProxyOptions): Promise<void> {
+  for (const route of options.routes) {
+    await app.register(proxy, {
+      upstream: route.url,
+      prefix: route.prefix,
+      rewritePrefix: route.prefix,
+      undici: { connections: 128, pipelining: 1, headersTimeout: options.timeoutMs, bodyTimeout: options.timeoutMs },
+      replyOptions: {
+        rewriteRequestHeaders: (request, headers) => ({
+          ...headers,
+          'x-request-id': String(request.id),
+          'x-forwarded-for': [headers['x-forwarded-for'], request.ip].filter(Boolean).join(', '),
+          'x-forwarded-proto': request.protocol,
+        }),
+        onError: upstreamError(route),
+      },
+    });
+  }
+}
