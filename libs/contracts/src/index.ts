@@ -1,2 +1,4 @@
+export * from './events.js';
+export * from './internal.js';
 export * from './jwt.js';
 export * from './services.js';

@@ -85,6 +85,13 @@ const configSchema = z.object({
   CRUD_URL: serviceUrl(DEFAULT_PORTS.crud),
   HEALTH_URL: serviceUrl(DEFAULT_PORTS.health),
 
+  /** `iss` of every access token: sso signs with it, every verifier requires it. */
+  JWT_ISSUER: z.string().min(1).default('http://localhost:3000'),
+  /** `aud` of every access token. */
+  JWT_AUDIENCE: z.string().min(1).default('api-platform'),
+  /** Where verifiers fetch sso's public keys; defaults to sso's JWKS route on SSO_URL. */
+  JWKS_URL: urlWithProtocols(['http', 'https']).optional(),
+
   /** Largest request body a service accepts (bytes). */
   BODY_LIMIT: positiveInt('a size in bytes').default(1_048_576),
   /** How long the gateway waits for an upstream before answering 503. */
@@ -94,6 +101,11 @@ const configSchema = z.object({
 });
 
 export type PlatformConfig = z.output<typeof configSchema>;
+
+/** The JWKS verifiers use: JWKS_URL, or sso's own route. */
+export function jwksUrlOf(config: Pick<PlatformConfig, 'JWKS_URL' | 'SSO_URL'>): string {
+  return config.JWKS_URL ?? new URL('/api/v1/sso/jwks', config.SSO_URL).toString();
+}
 export type Env = Record<string, string | undefined>;
 
 /** Thrown when the environment does not describe a runnable configuration. */

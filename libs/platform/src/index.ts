@@ -17,3 +17,5 @@ export * from './bus/local-bus.js';
 export * from './bus/nats-bus.js';
 export * from './health/checks.js';
 export * from './health/health-routes.js';
+export * from './auth/auth.js';
+export * from './bus/outbox.js';

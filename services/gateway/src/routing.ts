@@ -10,6 +10,10 @@ export interface Route {
 /** Public path prefixes each service owns. Internal routes live outside them and are never routed. */
 export const SERVICE_PREFIXES: Partial<Record<ServiceName, string[]>> = {
   health: ['/api/v1/health'],
+  identity: ['/api/v1/identity'],
+  credentials: ['/api/v1/credentials'],
+  sso: ['/api/v1/sso', '/.well-known/openid-configuration'],
+  crud: ['/api/v1/products', '/api/v1/posts'],
 };
 
 /** The routing table for a deployment: health, plus every service the configuration lists. */

@@ -12,6 +12,8 @@ export interface NatsBusOptions {
   stream?: string;
   /** Connection name shown by the server's monitoring. */
   name?: string;
+  /** Delete the stream on close: for tests, which each use a stream of their own. */
+  deleteStreamOnClose?: boolean;
 }
 
 /** Events are kept this long so a consumer that was down for a while still gets them. */
@@ -102,6 +104,7 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
     },
     close: async () => {
       await Promise.all([...running].map((messages) => messages.close()));
+      if (options.deleteStreamOnClose) await jsm.streams.delete(stream).catch(() => undefined);
       await nc.drain();
     },
   };

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../logger.js';
+import { outboxDdl } from '../bus/outbox.js';
 import { quoteIdent, type Database } from './database.js';
 
 export interface MigrateOptions {
@@ -63,15 +64,16 @@ export async function migrate(database: Database, options: MigrateOptions): Prom
          name text primary key,
          checksum text not null,
          applied_at timestamptz not null default now()
-       );`,
+       );
+       ${outboxDdl(options.schema)}`,
     );
     const rows = await session.query<{ name: string; checksum: string }>(`select name, checksum from ${table}`);
     const applied = new Map(rows.map((row) => [row.name, row.checksum]));
+    const edited = files.find((file) => applied.has(file.name) && applied.get(file.name) !== file.checksum);
+    if (edited) throw new MigrationChecksumError(edited.name);
     const result: MigrationResult = { applied: [], skipped: [] };
     for (const file of files) {
-      const checksum = applied.get(file.name);
-      if (checksum !== undefined) {
-        if (checksum !== file.checksum) throw new MigrationChecksumError(file.name);
+      if (applied.has(file.name)) {
         result.skipped.push(file.name);
         continue;
       }

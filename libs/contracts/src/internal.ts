@@ -1,0 +1,52 @@
+import { z } from 'zod';
+
+/**
+ * Service-to-service routes. They live under /internal (never routed by the gateway) and
+ * accept only access tokens with role `system`.
+ */
+export const INTERNAL_ROUTES = {
+  /** credentials: check a LOCAL password, in constant time whether or not the account exists. */
+  verifyPassword: '/internal/v1/credentials/verify-password',
+  /** credentials: resolve an API key to its identity. */
+  verifyApiKey: '/internal/v1/credentials/verify-api-key',
+  /** identity: `POST { email }` or `{ id }` -> the identity (200) or 404, for sso's grants. */
+  identityLookup: '/internal/v1/identities/lookup',
+} as const;
+
+export const verifyPasswordRequestSchema = z.union([
+  z.strictObject({ email: z.string().max(320), password: z.string().max(1024) }),
+  z.strictObject({ identityId: z.uuid(), password: z.string().max(1024) }),
+]);
+
+export const verifyPasswordResponseSchema = z.object({
+  valid: z.boolean(),
+  identityId: z.uuid().optional(),
+});
+
+export const verifyApiKeyRequestSchema = z.strictObject({ apiKey: z.string().max(512) });
+
+export const verifyApiKeyResponseSchema = z.object({
+  valid: z.boolean(),
+  identityId: z.uuid().optional(),
+  credentialId: z.uuid().optional(),
+  roles: z.array(z.string()).optional(),
+});
+
+export const identityLookupRequestSchema = z.union([
+  z.strictObject({ email: z.string().max(320) }),
+  z.strictObject({ id: z.uuid() }),
+]);
+
+/** An identity as another service sees it. */
+export const internalIdentitySchema = z.object({
+  id: z.uuid(),
+  name: z.string(),
+  email: z.string(),
+  roles: z.array(z.string()),
+  activated: z.boolean(),
+});
+
+export type VerifyPasswordRequest = z.infer<typeof verifyPasswordRequestSchema>;
+export type VerifyPasswordResponse = z.infer<typeof verifyPasswordResponseSchema>;
+export type VerifyApiKeyResponse = z.infer<typeof verifyApiKeyResponseSchema>;
+export type InternalIdentity = z.infer<typeof internalIdentitySchema>;

@@ -1,0 +1,104 @@
+import { accessTokenClaimsSchema, type AccessTokenClaims } from '@app/contracts';
+import type { FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify';
+import { createRemoteJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
+import { AppError } from '../http/errors.js';
+
+/** The authenticated caller of a request. */
+export interface Principal {
+  /** The identity's UUID (`sub`). */
+  id: string;
+  roles: string[];
+  claims: AccessTokenClaims;
+}
+
+export interface TokenVerifierOptions {
+  jwksUrl: string;
+  issuer: string;
+  audience: string;
+  /** Accepted clock difference between signer and verifier. */
+  clockToleranceSeconds?: number;
+  /** Least time between two JWKS fetches caused by unknown `kid`s; bounds what forged tokens can cost. */
+  cooldownMs?: number;
+  /** Keys are refetched at least this often even when every `kid` is known. */
+  cacheMaxAgeMs?: number;
+}
+
+/** Only sso's algorithm. Pinning it rules out `none` and HS256-with-the-public-key forgeries. */
+export const ACCESS_TOKEN_ALGORITHMS = ['ES256'];
+/** A real access token is well under 2 KB; anything far larger is rejected before parsing. */
+const MAX_TOKEN_LENGTH = 8_192;
+
+export const invalidToken = () =>
+  new AppError('AUTH_INVALID_TOKEN', 401, 'error.invalidToken', {}, { 'www-authenticate': 'Bearer error="invalid_token"' });
+
+export const forbidden = () => new AppError('AUTH_FORBIDDEN', 403, 'error.forbidden');
+
+export interface TokenVerifier {
+  /** Verifies a compact JWS access token; rejects with a 401 AppError when it is not trusted. */
+  verify(token: string): Promise<Principal>;
+}
+
+/**
+ * Verifies sso's access tokens against its JWKS (cached; refetched on an unknown `kid` at
+ * most once per cooldown). Requires `exp`, checks `iss` and `aud`, pins ES256, and never
+ * trusts keys named by the token itself (`jku`, `x5u`, embedded `jwk`).
+ */
+export function createTokenVerifier(options: TokenVerifierOptions, keys?: JWTVerifyGetKey): TokenVerifier {
+  const jwks =
+    keys ??
+    createRemoteJWKSet(new URL(options.jwksUrl), {
+      cooldownDuration: options.cooldownMs ?? 30_000,
+      cacheMaxAge: options.cacheMaxAgeMs ?? 600_000,
+      timeoutDuration: 5_000,
+    });
+  return {
+    verify: async (token) => {
+      if (token.length > MAX_TOKEN_LENGTH) throw invalidToken();
+      try {
+        const { payload } = await jwtVerify(token, jwks, {
+          issuer: options.issuer,
+          audience: options.audience,
+          algorithms: ACCESS_TOKEN_ALGORITHMS,
+          clockTolerance: options.clockToleranceSeconds ?? 30,
+          requiredClaims: ['exp', 'iat', 'sub', 'jti'],
+        });
+        const claims = accessTokenClaimsSchema.parse(payload);
+        return { id: claims.sub, roles: claims.roles, claims };
+      } catch {
+        throw invalidToken();
+      }
+    },
+  };
+}
+
+/** The bearer token of a request, or undefined. */
+export function bearerToken(request: FastifyRequest): string | undefined {
+  const header = request.headers.authorization;
+  if (!header) return undefined;
+  const match = /^Bearer ([A-Za-z0-9\-_.~+/]+=*)$/i.exec(header.trim());
+  return match?.[1];
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by `authenticate` on restricted routes. */
+    principal?: Principal;
+  }
+}
+
+/** A preHandler that requires a valid bearer token and sets `request.principal`. */
+export function authenticate(verifier: TokenVerifier): preHandlerAsyncHookHandler {
+  return async (request: FastifyRequest, _reply: FastifyReply) => {
+    const token = bearerToken(request);
+    if (!token) throw invalidToken();
+    request.principal = await verifier.verify(token);
+  };
+}
+
+/** The principal of an authenticated request (after `authenticate` ran). */
+export function principalOf(request: FastifyRequest): Principal {
+  if (!request.principal) throw invalidToken();
+  return request.principal;
+}
+
+export const hasRole = (principal: Principal, role: string) => principal.roles.includes(role);

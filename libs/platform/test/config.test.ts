@@ -1,0 +1,48 @@
+import { describe, expect, it } from '@jest/globals';
+import { ConfigError, loadConfig } from '@app/platform';
+
+describe('loadConfig', () => {
+  it('applies the defaults for an empty environment', () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({
+      NODE_ENV: 'development',
+      LOG_LEVEL: 'info',
+      HOST: '0.0.0.0',
+      DATA_DIR: '.data',
+      BODY_LIMIT: 1_048_576,
+      HEALTH_URL: 'http://127.0.0.1:3005',
+    });
+    expect(config.DATABASE_URL).toBeUndefined();
+    expect(config.PORT).toBeUndefined();
+  });
+
+  it('treats empty values as unset', () => {
+    expect(loadConfig({ DATABASE_URL: '', PORT: '' }).DATABASE_URL).toBeUndefined();
+  });
+
+  it('parses typed values', () => {
+    const config = loadConfig({ PORT: '8080', DATABASE_URL: 'postgres://u@db:5432/app', PLATFORM_SERVICES: 'crud, identity' });
+    expect(config.PORT).toBe(8080);
+    expect(config.PLATFORM_SERVICES).toEqual(['crud', 'identity']);
+  });
+
+  it('names every bad variable and what it expects', () => {
+    let error: unknown;
+    try {
+      loadConfig({ PORT: 'eighty', DATABASE_URL: 'mysql://x', LOG_LEVEL: 'loud', REDIS_URL: 'http://cache' });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const problems = (error as ConfigError).problems;
+    expect(problems.map((p) => p.variable).sort()).toEqual(['DATABASE_URL', 'LOG_LEVEL', 'PORT', 'REDIS_URL']);
+    expect((error as ConfigError).message).toContain('PORT: expected a port number from 0 to 65535, got "eighty"');
+    expect((error as ConfigError).message).toContain('DATABASE_URL: expected a URL starting with postgres:// or postgresql://');
+    expect((error as ConfigError).message).toContain('LOG_LEVEL: expected one of "fatal"');
+  });
+
+  it('rejects a port out of range and an unknown service name', () => {
+    expect(() => loadConfig({ PORT: '70000' })).toThrow('PORT: expected a port number from 0 to 65535, got "70000"');
+    expect(() => loadConfig({ PLATFORM_SERVICES: 'crud,billing' })).toThrow(/PLATFORM_SERVICES: expected one of "gateway"/);
+  });
+});

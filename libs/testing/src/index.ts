@@ -1,0 +1,183 @@
+/* eslint-disable no-restricted-properties -- tests pick their mode from the environment */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import { createServer as createNetServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import {
+  createLocalBus,
+  createLogger,
+  createMemoryCache,
+  createNatsBus,
+  createRedisCache,
+  loadConfig,
+  openPGlite,
+  openPostgres,
+  type Dependencies,
+  type Env,
+  type Logger,
+  type PlatformConfig,
+} from '@app/platform';
+import { exportJWK, generateKeyPair, SignJWT, type JWK, type JWTPayload, type CryptoKey } from 'jose';
+import pg from 'pg';
+
+/** The real servers named by the environment, when a suite should also run against them. */
+export const REAL = {
+  databaseUrl: process.env.DATABASE_URL || undefined,
+  redisUrl: process.env.REDIS_URL || undefined,
+  natsUrl: process.env.NATS_URL || undefined,
+};
+
+export type TestMode = 'embedded' | 'real';
+
+/** Modes an end-to-end suite runs in: always embedded, and real when all three servers are named. */
+export function testModes(): TestMode[] {
+  return REAL.databaseUrl && REAL.redisUrl && REAL.natsUrl ? ['embedded', 'real'] : ['embedded'];
+}
+
+/** A config for tests: silent logs, ephemeral ports, and no real servers unless asked for. */
+export function testConfig(overrides: Env = {}): PlatformConfig {
+  return loadConfig({ LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', NODE_ENV: 'test', HOST: '127.0.0.1', ...overrides });
+}
+
+export const silentLogger = (): Logger => createLogger({ LOG_LEVEL: (process.env.TEST_LOG_LEVEL as 'silent') ?? 'silent' });
+
+/** A fresh database on the real Postgres server, unique to this run, dropped by `drop()`. */
+export async function createTestDatabase(baseUrl: string): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = `test_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
+  const admin = new pg.Client({ connectionString: baseUrl });
+  await admin.connect();
+  await admin.query(`create database ${name}`);
+  await admin.end();
+  const url = new URL(baseUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const client = new pg.Client({ connectionString: baseUrl });
+      await client.connect();
+      await client.query(`drop database if exists ${name} with (force)`);
+      await client.end();
+    },
+  };
+}
+
+/**
+ * Opens dependencies for a test: embedded (in-memory PGlite, memory cache, local bus) or the
+ * real servers, each isolated for this run (a fresh database, a key prefix, a stream).
+ */
+export async function openTestDependencies(mode: TestMode, overrides: Env = {}): Promise<Dependencies & { dispose(): Promise<void> }> {
+  const logger = silentLogger();
+  if (mode === 'embedded') {
+    const config = testConfig(overrides);
+    const database = await openPGlite({ dataDir: 'memory://', logger });
+    const cache = createMemoryCache({ maxEntries: 10_000 });
+    const bus = createLocalBus({ logger });
+    const deps = { config, logger, database, cache, bus };
+    return { ...deps, dispose: async () => Promise.all([bus.close(), cache.close(), database.close()]).then(() => undefined) };
+  }
+  if (!REAL.databaseUrl || !REAL.redisUrl || !REAL.natsUrl) throw new Error('real mode needs DATABASE_URL, REDIS_URL and NATS_URL');
+  const testDb = await createTestDatabase(REAL.databaseUrl);
+  const run = randomUUID().slice(0, 8);
+  const config = testConfig({ DATABASE_URL: testDb.url, REDIS_URL: REAL.redisUrl, NATS_URL: REAL.natsUrl, ...overrides });
+  const database = openPostgres({ url: testDb.url, poolMax: 5, logger });
+  const cache = await createRedisCache({ url: REAL.redisUrl, logger, keyPrefix: `test:${run}:` });
+  const bus = await createNatsBus({ servers: REAL.natsUrl, logger, stream: `TEST_${run.toUpperCase()}`, deleteStreamOnClose: true });
+  return {
+    config,
+    logger,
+    database,
+    cache,
+    bus,
+    dispose: async () => {
+      await Promise.allSettled([bus.close(), cache.close()]);
+      await database.close();
+      await testDb.drop();
+    },
+  };
+}
+
+/** A free TCP port on loopback (closed again before it is returned). */
+export async function freePort(): Promise<number> {
+  const server = createNetServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** A redis-server of the test's own on a free port, which the test may stop and start again. */
+export async function startOwnRedis(): Promise<{ url: string; stop(): Promise<void>; start(): Promise<void> }> {
+  const port = await freePort();
+  let child: ChildProcess | undefined;
+  const start = async () => {
+    child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    for (let i = 0; i < 100; i++) {
+      const up = await new Promise<boolean>((resolve) => {
+        const socket = createNetServer();
+        socket.once('error', () => resolve(true));
+        socket.listen(port, '127.0.0.1', () => socket.close(() => resolve(false)));
+      });
+      if (up) return;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    throw new Error('redis-server did not start');
+  };
+  const stop = async () => {
+    if (!child || child.exitCode !== null) return;
+    const exited = new Promise((resolve) => child!.once('exit', resolve));
+    child.kill('SIGKILL');
+    await exited;
+  };
+  await start();
+  return { url: `redis://127.0.0.1:${port}`, stop, start };
+}
+
+export interface TokenIssuer {
+  jwksUrl: string;
+  issuer: string;
+  audience: string;
+  kid: string;
+  privateKey: CryptoKey;
+  publicJwk: JWK;
+  /** Signs an access token for `sub` with `roles`; `claims` overrides any standard claim. */
+  mint(sub: string, roles?: string[], claims?: JWTPayload, expiresIn?: string): Promise<string>;
+  close(): Promise<void>;
+}
+
+/**
+ * An ES256 key pair of the test's own, its public key served as a JWKS over HTTP, standing
+ * in for sso where a suite must not depend on it.
+ */
+export async function startTokenIssuer(options: { issuer?: string; audience?: string } = {}): Promise<TokenIssuer> {
+  const { privateKey, publicKey } = await generateKeyPair('ES256', { extractable: true });
+  const kid = randomUUID();
+  const publicJwk = { ...(await exportJWK(publicKey)), kid, alg: 'ES256', use: 'sig' };
+  const server: Server = createServer((_req, res) => {
+    res.setHeader('content-type', 'application/json');
+    res.end(JSON.stringify({ keys: [publicJwk] }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const issuer = options.issuer ?? 'http://localhost:3000';
+  const audience = options.audience ?? 'api-platform';
+  return {
+    jwksUrl: `http://127.0.0.1:${port}/jwks`,
+    issuer,
+    audience,
+    kid,
+    privateKey,
+    publicJwk,
+    mint: (sub, roles = [], claims = {}, expiresIn = '15m') =>
+      new SignJWT({ roles, ...claims })
+        .setProtectedHeader({ alg: 'ES256', kid, typ: 'JWT' })
+        .setIssuer(issuer)
+        .setAudience(audience)
+        .setSubject(sub)
+        .setIssuedAt()
+        .setJti(randomUUID())
+        .setExpirationTime(expiresIn)
+        .sign(privateKey),
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
