@@ -27,7 +27,8 @@ export function createMemoryCache(options: MemoryCacheOptions): Cache {
     increment: async (key) => increment(key),
     hit: async (key, windowSeconds) => {
       const count = increment(key, windowSeconds);
-      return { count, resetSeconds: Math.max(1, Math.ceil(entries.getRemainingTTL(key) / 1000)) };
+      // lru-cache reports a few ms over the TTL just set; Redis rounds down the same way.
+      return { count, resetSeconds: Math.max(1, Math.ceil((entries.getRemainingTTL(key) - 10) / 1000)) };
     },
     ping: async () => ({ version: 'memory' }),
     close: async () => {
