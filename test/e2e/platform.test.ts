@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startPlatform, type Platform } from '@app/all-in-one';
-import { createTestDatabase, openTestDependencies, REAL, silentLogger, testModes } from '@app/testing';
+import { createTestDatabase, openTestDependencies, readJson, REAL, silentLogger, testModes } from '@app/testing';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const ALL_ZERO = { gateway: 0, health: 0, identity: 0, credentials: 0, sso: 0, crud: 0 };
@@ -26,13 +26,13 @@ describe.each(testModes())('all-in-one platform (%s)', (mode) => {
   it('is ready through the gateway', async () => {
     const response = await fetch(`${platform.url}/api/v1/health/readiness`);
     expect(response.status).toBe(200);
-    const body = await response.json();
+    const body = await readJson(response);
     expect(body.status).toBe('active');
     expect(Object.keys(body.services).sort()).toEqual([...deps.config.PLATFORM_SERVICES].sort());
   });
 
   it('serves the merged docs with every service answering', async () => {
-    const document = await (await fetch(`${platform.url}/docs/json`)).json();
+    const document = await readJson(await fetch(`${platform.url}/docs/json`));
     expect(document['x-unavailable-services']).toBeUndefined();
     expect(document.tags.map((tag: { name: string }) => tag.name)).toContain('Health');
   });
@@ -86,7 +86,7 @@ describe('standalone entries', () => {
       const url = String(listening.msg).replace('health listening on ', '');
       const response = await fetch(`${url}/api/v1/health/readiness`);
       expect(response.status).toBe(200);
-      expect((await response.json()).dependencies.database.status).toBe('connected');
+      expect((await readJson(response)).dependencies.database.status).toBe('connected');
       const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
       child.kill('SIGTERM');
       expect(await exited).toBe(0);
