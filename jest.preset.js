@@ -15,7 +15,11 @@ export default {
       },
     ],
   },
-  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  moduleNameMapper: {
+    '^(\\.{1,2}/.*)\\.js$': '$1',
+    // An ESM-only package required from CommonJS (see the shim for why).
+    '^content-disposition$': new URL('./scripts/jest/content-disposition.cjs', import.meta.url).pathname,
+  },
   testMatch: ['<rootDir>/test/**/*.test.ts', '<rootDir>/src/**/*.test.ts'],
   testTimeout: 30_000,
 };
