@@ -17,8 +17,8 @@ export default {
   },
   moduleNameMapper: {
     '^(\\.{1,2}/.*)\\.js$': '$1',
-    // An ESM-only package required from CommonJS (see the shim for why).
-    '^content-disposition$': new URL('./scripts/jest/content-disposition.cjs', import.meta.url).pathname,
+    // ESM-only packages that Fastify's CommonJS code requires (scripts/jest/esm-only says why).
+    '^(content-disposition|cookie)$': `${new URL('./scripts/jest/esm-only/', import.meta.url).pathname}$1.cjs`,
   },
   testMatch: ['<rootDir>/test/**/*.test.ts', '<rootDir>/src/**/*.test.ts'],
   testTimeout: 30_000,
