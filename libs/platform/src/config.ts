@@ -101,6 +101,12 @@ const configSchema = z.object({
   ARGON2_MEMORY_KIB: positiveInt('a memory cost in KiB').default(19_456),
   ARGON2_TIME_COST: positiveInt('a number of argon2 passes, at least 1').default(2),
   ARGON2_PARALLELISM: positiveInt('a number of argon2 lanes, at least 1').default(1),
+  /**
+   * argon2 hashes run on libuv's thread pool (4 threads unless UV_THREADPOOL_SIZE says
+   * otherwise), which WebCrypto (every JWT check), fs and dns share. At most this many run at
+   * once, so a burst of sign-ins queues behind itself instead of stalling every token check.
+   */
+  ARGON2_CONCURRENCY: positiveInt('a number of concurrent argon2 hashes, at least 1').default(2),
 
   /** Largest request body a service accepts (bytes). */
   BODY_LIMIT: positiveInt('a size in bytes').default(1_048_576),

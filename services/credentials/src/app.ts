@@ -44,6 +44,7 @@ export async function buildApp(deps: Dependencies, options: CredentialsAppOption
       memoryCost: deps.config.ARGON2_MEMORY_KIB,
       timeCost: deps.config.ARGON2_TIME_COST,
       parallelism: deps.config.ARGON2_PARALLELISM,
+      concurrency: deps.config.ARGON2_CONCURRENCY,
     }),
     identities: options.identities ?? createIdentityClient(deps.config.IDENTITY_URL),
     eventsCommitted: relay.wake,

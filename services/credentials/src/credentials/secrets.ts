@@ -21,33 +21,52 @@ export interface PasswordHasher {
   verifyDummy(password: string): Promise<void>;
 }
 
+/** Runs at most `limit` tasks at once; the others wait in arrival order. */
+export function createLimiter(limit: number): <T>(task: () => Promise<T>) => Promise<T> {
+  let active = 0;
+  const waiting: (() => void)[] = [];
+  return async (task) => {
+    if (active >= limit) await new Promise<void>((resolve) => waiting.push(resolve));
+    active++;
+    try {
+      return await task();
+    } finally {
+      active--;
+      waiting.shift()?.();
+    }
+  };
+}
+
 /**
  * argon2id through the native `argon2` package, which runs on libuv's thread pool: a
- * verification never blocks the event loop.
+ * verification never blocks the event loop. `concurrency` bounds how many hashes hold pool
+ * threads at once, leaving the rest to WebCrypto (token checks), fs and dns.
  */
-export function createPasswordHasher(parameters: Argon2Parameters): PasswordHasher {
+export function createPasswordHasher(parameters: Argon2Parameters & { concurrency: number }): PasswordHasher {
+  const { concurrency, ...costs } = parameters;
   // The package types `type` as its literal union while exporting the constant as a number.
-  const options = { type: argon2.argon2id as 2, ...parameters };
+  const options = { type: argon2.argon2id as 2, ...costs };
+  const limited = createLimiter(concurrency);
   let dummy: Promise<string> | undefined;
   const verify = async (hash: string, password: string) => {
     try {
-      return await argon2.verify(hash, password);
+      return await limited(() => argon2.verify(hash, password));
     } catch {
       return false;
     }
   };
   return {
-    hash: (password) => argon2.hash(password, options),
+    hash: (password) => limited(() => argon2.hash(password, options)),
     verify,
     needsRehash: (hash) => {
       try {
-        return argon2.needsRehash(hash, parameters);
+        return argon2.needsRehash(hash, costs);
       } catch {
         return true;
       }
     },
     verifyDummy: async (password) => {
-      dummy ??= argon2.hash(randomBytes(32).toString('base64url'), options);
+      dummy ??= limited(() => argon2.hash(randomBytes(32).toString('base64url'), options));
       await verify(await dummy, password);
     },
   };
