@@ -78,7 +78,7 @@ describe('standalone entries', () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'standalone-'));
     const db = REAL.databaseUrl ? await createTestDatabase(REAL.databaseUrl) : undefined;
     const child = spawn(process.execPath, [built('services/health/dist/main.js')], {
-      env: { PATH: process.env.PATH, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info', ...(db ? { DATABASE_URL: db.url } : {}) },
+      env: { PATH: process.env.PATH, PORT: '0', HOST: '127.0.0.1', PLATFORM_SERVICES: 'health', DATA_DIR: dataDir, LOG_LEVEL: 'info', ...(db ? { DATABASE_URL: db.url } : {}) },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     try {

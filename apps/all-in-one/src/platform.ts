@@ -1,5 +1,7 @@
+import { credentialsService } from '@app/credentials';
 import { buildApp as buildGateway, routingTable } from '@app/gateway';
 import { healthService } from '@app/health';
+import { identityService } from '@app/identity';
 import {
   closeDependencies,
   DEFAULT_PORTS,
@@ -15,7 +17,10 @@ import {
 } from '@app/platform';
 
 /** The domain services this build can run, by name. */
-const DOMAIN_DEFINITIONS: Partial<Record<ServiceName, ServiceDefinition>> = {};
+const DOMAIN_DEFINITIONS: Partial<Record<ServiceName, ServiceDefinition>> = {
+  identity: identityService,
+  credentials: credentialsService,
+};
 
 const URL_KEYS = {
   identity: 'IDENTITY_URL',

@@ -23,7 +23,7 @@ describe('gateway', () => {
     silent = createServer((socket) => void held.push(socket));
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
     const silentPort = (silent.address() as { port: number }).port;
-    const config = testConfig({ HEALTH_URL: healthUrl, UPSTREAM_TIMEOUT_MS: '300', BODY_LIMIT: '2048' });
+    const config = testConfig({ PLATFORM_SERVICES: 'health', HEALTH_URL: healthUrl, UPSTREAM_TIMEOUT_MS: '300', BODY_LIMIT: '2048' });
     gateway = await buildApp(
       { config, logger: silentLogger() },
       {
