@@ -1,3 +1,4 @@
+import { crudService } from '@app/crud-service';
 import { buildApp as buildGateway, routingTable } from '@app/gateway';
 import { healthService } from '@app/health';
 import {
@@ -15,7 +16,7 @@ import {
 } from '@app/platform';
 
 /** The domain services this build can run, by name. */
-const DOMAIN_DEFINITIONS: Partial<Record<ServiceName, ServiceDefinition>> = {};
+const DOMAIN_DEFINITIONS: Partial<Record<ServiceName, ServiceDefinition>> = { crud: crudService };
 
 const URL_KEYS = {
   identity: 'IDENTITY_URL',
