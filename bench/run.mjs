@@ -1,3 +1,4 @@
+/* global fetch, setTimeout */
 // `npm run bench`: the crud service behind the gateway, each in its own process as in
 // production, on real Postgres and Redis, measured with autocannon beside a bare Fastify
 // route. Prints rps, p50 and p99 per scenario and each one's ratio to the baseline.
