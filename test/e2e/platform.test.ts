@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startPlatform, type Platform } from '@app/all-in-one';
-import { createTestDatabase, openTestDependencies, REAL, silentLogger, testModes } from '@app/testing';
+import { openPostgres } from '@app/platform';
+import { createTestDatabase, openTestDependencies, readJson, REAL, silentLogger, testModes } from '@app/testing';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const ALL_ZERO = { gateway: 0, health: 0, identity: 0, credentials: 0, sso: 0, crud: 0 };
@@ -26,13 +27,13 @@ describe.each(testModes())('all-in-one platform (%s)', (mode) => {
   it('is ready through the gateway', async () => {
     const response = await fetch(`${platform.url}/api/v1/health/readiness`);
     expect(response.status).toBe(200);
-    const body = await response.json();
+    const body = await readJson(response);
     expect(body.status).toBe('active');
     expect(Object.keys(body.services).sort()).toEqual([...deps.config.PLATFORM_SERVICES].sort());
   });
 
   it('serves the merged docs with every service answering', async () => {
-    const document = await (await fetch(`${platform.url}/docs/json`)).json();
+    const document = await readJson(await fetch(`${platform.url}/docs/json`));
     expect(document['x-unavailable-services']).toBeUndefined();
     expect(document.tags.map((tag: { name: string }) => tag.name)).toContain('Health');
   });
@@ -67,7 +68,7 @@ function waitForLog(child: ChildProcess, match: (line: Record<string, unknown>) 
 const built = (entry: string) => join(root, entry);
 
 describe('standalone entries', () => {
-  const entries = ['services/health/dist/main.js', 'services/gateway/dist/main.js', 'apps/all-in-one/dist/main.js'];
+  const entries = ['services/health/dist/main.js', 'services/gateway/dist/main.js', 'services/identity/dist/migrate.js', 'apps/all-in-one/dist/main.js'];
   beforeAll(() => {
     // The built entries are what containers run; `npm run build` makes them.
     const missing = entries.filter((entry) => !existsSync(built(entry)));
@@ -78,7 +79,7 @@ describe('standalone entries', () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'standalone-'));
     const db = REAL.databaseUrl ? await createTestDatabase(REAL.databaseUrl) : undefined;
     const child = spawn(process.execPath, [built('services/health/dist/main.js')], {
-      env: { PATH: process.env.PATH, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info', ...(db ? { DATABASE_URL: db.url } : {}) },
+      env: { PATH: process.env.PATH, PORT: '0', HOST: '127.0.0.1', PLATFORM_SERVICES: 'health', DATA_DIR: dataDir, LOG_LEVEL: 'info', ...(db ? { DATABASE_URL: db.url } : {}) },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     try {
@@ -86,7 +87,7 @@ describe('standalone entries', () => {
       const url = String(listening.msg).replace('health listening on ', '');
       const response = await fetch(`${url}/api/v1/health/readiness`);
       expect(response.status).toBe(200);
-      expect((await response.json()).dependencies.database.status).toBe('connected');
+      expect((await readJson(response)).dependencies.database.status).toBe('connected');
       const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
       child.kill('SIGTERM');
       expect(await exited).toBe(0);
@@ -95,6 +96,31 @@ describe('standalone entries', () => {
       await db?.drop();
     }
   }, 60_000);
+
+  if (REAL.databaseUrl) {
+    const baseUrl = REAL.databaseUrl;
+    it('applies a service migrations from its built migrate entry, once, as a Job would', async () => {
+      const db = await createTestDatabase(baseUrl);
+      const run = () =>
+        new Promise<number | null>((resolve) => {
+          const child = spawn(process.execPath, [built('services/identity/dist/migrate.js')], {
+            env: { PATH: process.env.PATH, DATABASE_URL: db.url, LOG_LEVEL: 'silent' },
+            stdio: 'ignore',
+          });
+          child.once('exit', resolve);
+        });
+      try {
+        expect(await run()).toBe(0);
+        expect(await run()).toBe(0);
+        const database = openPostgres({ url: db.url, poolMax: 1, logger: silentLogger() });
+        const applied = await database.query<{ count: string }>('select count(*) from "identity"."_migrations"');
+        await database.close();
+        expect(Number(applied[0]?.count)).toBeGreaterThan(0);
+      } finally {
+        await db.drop();
+      }
+    }, 60_000);
+  }
 
   it('refuses to start on a bad environment, naming the variable', async () => {
     const child = spawn(process.execPath, [built('services/gateway/dist/main.js')], {

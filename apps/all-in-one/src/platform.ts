@@ -1,6 +1,8 @@
+import { credentialsService } from '@app/credentials';
 import { crudService } from '@app/crud-service';
 import { buildApp as buildGateway, routingTable } from '@app/gateway';
 import { healthService } from '@app/health';
+import { identityService } from '@app/identity';
 import {
   closeDependencies,
   DEFAULT_PORTS,
@@ -16,7 +18,11 @@ import {
 } from '@app/platform';
 
 /** The domain services this build can run, by name. */
-const DOMAIN_DEFINITIONS: Partial<Record<ServiceName, ServiceDefinition>> = { crud: crudService };
+const DOMAIN_DEFINITIONS: Partial<Record<ServiceName, ServiceDefinition>> = {
+  identity: identityService,
+  credentials: credentialsService,
+  crud: crudService,
+};
 
 const URL_KEYS = {
   identity: 'IDENTITY_URL',

@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import { createLocalBus } from './bus/local-bus.js';
 import { createNatsBus } from './bus/nats-bus.js';
 import type { Bus } from './bus/bus.js';
@@ -11,7 +12,6 @@ import { openPGlite } from './db/pglite.js';
 import { openPostgres } from './db/postgres.js';
 import type { App } from './http/app.js';
 import { createLogger, type Logger } from './logger.js';
-import { join } from 'node:path';
 
 /** What a service is built from: typed config and the adapters behind the ports. */
 export interface Dependencies {
@@ -128,6 +128,31 @@ export function loadConfigOrExit(): PlatformConfig {
       process.exit(78); // EX_CONFIG
     }
     throw error;
+  }
+}
+
+/**
+ * The migration entry of one service (`node services/<name>/dist/migrate.js`): applies its
+ * pending migrations and exits, as a Kubernetes Job does before a rollout.
+ */
+export async function runMigrationsStandalone(definition: ServiceDefinition): Promise<void> {
+  const config = loadConfigOrExit();
+  const logger = createLogger(config);
+  if (!config.DATABASE_URL) {
+    logger.fatal('DATABASE_URL is not set: standalone migrations need the real database');
+    process.exit(78);
+  }
+  const database = openPostgres({ url: config.DATABASE_URL, poolMax: 1, logger });
+  try {
+    if (definition.migrations) {
+      const result = await migrate(database, { schema: definition.name, directory: definition.migrations, logger });
+      logger.info({ schema: definition.name, applied: result.applied.length, skipped: result.skipped.length }, 'migrations done');
+    }
+  } catch (error) {
+    logger.fatal({ err: error }, 'migrations failed');
+    process.exitCode = 1;
+  } finally {
+    await database.close();
   }
 }
 

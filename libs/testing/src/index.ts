@@ -2,7 +2,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
-import { createServer as createNetServer } from 'node:net';
+import { connect, createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import {
   createLocalBus,
@@ -187,12 +187,11 @@ export async function startTokenIssuer(options: { issuer?: string; audience?: st
  * the same port: the server "goes away" for the client without stopping the shared server.
  */
 export async function startTcpProxy(target: { host: string; port: number }): Promise<{ port: number; stop(): Promise<void>; start(): Promise<void> }> {
-  const sockets = new Set<import('node:net').Socket>();
-  let server: import('node:net').Server | undefined;
+  const sockets = new Set<Socket>();
+  let server: NetServer | undefined;
   let port = 0;
   const start = async () => {
     if (server) return;
-    const { connect } = await import('node:net');
     server = createNetServer((client) => {
       const upstream = connect(target.port, target.host);
       sockets.add(client);
@@ -228,4 +227,12 @@ export async function eventually(probe: () => Promise<boolean>, timeoutMs = 10_0
     if (Date.now() > deadline) return false;
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
+}
+
+/** A parsed JSON body as tests inspect it: any shape, checked by the assertions themselves. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- assertions, not types, check the shape
+export type Json = Record<string, any>;
+
+export async function readJson(response: Response): Promise<Json> {
+  return (await response.json()) as Json;
 }
