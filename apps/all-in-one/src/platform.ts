@@ -1,4 +1,5 @@
 import { credentialsService } from '@app/credentials';
+import { crudService } from '@app/crud-service';
 import { buildApp as buildGateway, routingTable } from '@app/gateway';
 import { healthService } from '@app/health';
 import { identityService } from '@app/identity';
@@ -20,6 +21,7 @@ import {
 const DOMAIN_DEFINITIONS: Partial<Record<ServiceName, ServiceDefinition>> = {
   identity: identityService,
   credentials: credentialsService,
+  crud: crudService,
 };
 
 const URL_KEYS = {
