@@ -38,6 +38,14 @@ describe.each(testModes())('all-in-one platform (%s)', (mode) => {
     expect(document.tags.map((tag: { name: string }) => tag.name)).toContain('Health');
   });
 
+  it('routes every generic domain through the gateway, including ones it has no row for', async () => {
+    expect((await fetch(`${platform.url}/api/v1/products/ping`)).status).toBe(200);
+    expect((await fetch(`${platform.url}/api/v1/posts/ping`)).status).toBe(200);
+    const unknown = await fetch(`${platform.url}/api/v1/coupons/ping`);
+    expect(unknown.status).toBe(404);
+    expect(unknown.headers.get('content-type')).toBe('application/problem+json; charset=utf-8');
+  });
+
   it('serves every service on loopback and the gateway where HOST says', () => {
     for (const service of Object.values(platform.services)) expect(service?.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
   });
