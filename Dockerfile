@@ -1,0 +1,80 @@
+# syntax=docker/dockerfile:1
+#
+# One image recipe for every service of the monorepo. Build one image per service:
+#
+#   docker build --build-arg SERVICE=identity --build-arg PORT=3001 -t api-platform/identity .
+#
+# SERVICE is a folder under services/, PORT its port (DEFAULT_PORTS in libs/platform/src/config.ts).
+# The image runs `node dist/main.js` from services/$SERVICE; the same image runs the service's
+# migrations with `node dist/migrate.js` (the Kubernetes Job and the compose migrate step).
+
+ARG NODE_IMAGE=node:20-slim
+
+# ---- manifests: only the files `npm ci` reads, so the dependency layers below stay cached
+# while source files change (BuildKit compares the copied content, not this stage's inputs).
+FROM ${NODE_IMAGE} AS manifests
+WORKDIR /src
+COPY . .
+RUN mkdir -p /out \
+ && cp package.json package-lock.json /out/ \
+ && find libs services apps test -maxdepth 2 -name package.json -exec cp --parents {} /out/ \;
+
+# ---- build: every workspace compiled to dist/ (libs first, turbo orders them).
+FROM ${NODE_IMAGE} AS build
+ENV PRISMA_HIDE_UPDATE_MESSAGE=1 CHECKPOINT_DISABLE=1 TURBO_TELEMETRY_DISABLED=1
+WORKDIR /app
+COPY --from=manifests /out/ ./
+# Install scripts stay off: @prisma/engines' postinstall downloads a native engine nothing
+# here uses, and the root postinstall (prisma generate) needs the sources copied next.
+RUN npm ci --ignore-scripts
+COPY . .
+# prisma-generate.mjs points PRISMA_SCHEMA_ENGINE_BINARY at node itself when it is unset:
+# `prisma generate` insists on the schema engine's presence but never runs it.
+RUN node scripts/prisma-generate.mjs && npm run build
+# The runtime tree: each workspace's dist/ and Prisma migrations, nothing else of the sources.
+RUN mkdir -p /out \
+ && for dir in libs/* services/* apps/*; do \
+      if [ -d "$dir/dist" ]; then mkdir -p "/out/$dir" && cp -r "$dir/dist" "/out/$dir/"; fi; \
+      if [ -d "$dir/prisma/migrations" ]; then mkdir -p "/out/$dir/prisma" && cp -r "$dir/prisma/migrations" "/out/$dir/prisma/"; fi; \
+    done
+
+# ---- deps: production dependencies of one service only (-w), with argon2's native addon
+# compiled here, where the toolchain is, so the runtime stage carries no compiler.
+FROM ${NODE_IMAGE} AS deps
+ARG SERVICE
+RUN test -n "$SERVICE" \
+ || { echo 'build with --build-arg SERVICE=<folder under services/> --build-arg PORT=<its port>' >&2; exit 1; }
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 make g++ \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+COPY --from=manifests /out/ ./
+# --omit=optional drops the Prisma CLI and TypeScript, which the lock marks devOptional
+# (optional peers of @prisma/client): nothing at run time needs them. Install scripts stay
+# off (the root postinstall runs prisma generate, a build step); argon2's runs alone after:
+# node-gyp-build keeps its prebuilt binary when it loads and compiles it otherwise, against
+# the image's own Node headers (nodedir) rather than a download.
+RUN npm ci --omit=dev --omit=optional --ignore-scripts -w "services/${SERVICE}" \
+ && if [ -d node_modules/argon2 ]; then npm rebuild argon2 --nodedir=/usr/local; fi \
+ && npm cache clean --force
+
+# ---- runtime: the service's dependencies, every workspace's compiled code, a non-root user.
+FROM ${NODE_IMAGE} AS runtime
+ARG SERVICE
+ARG PORT
+RUN test -n "$SERVICE" && test -n "$PORT" \
+ || { echo 'build with --build-arg SERVICE=<folder under services/> --build-arg PORT=<its port>' >&2; exit 1; }
+ENV NODE_ENV=production PORT=${PORT}
+WORKDIR /app
+COPY --from=deps /app/ ./
+COPY --from=build /out/ ./
+RUN test -f "services/${SERVICE}/dist/main.js" \
+ || { echo "services/${SERVICE}/dist/main.js missing: is SERVICE a folder under services/?" >&2; exit 1; }
+# The node image's `node` user, by number so Kubernetes' runAsNonRoot can verify it.
+USER 1000:1000
+WORKDIR /app/services/${SERVICE}
+EXPOSE ${PORT}
+# Compose waits on this; Kubernetes ignores it and uses the Deployment's probes instead.
+HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + process.env.PORT + '/health/readiness').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+CMD ["node", "dist/main.js"]

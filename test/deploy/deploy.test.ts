@@ -1,0 +1,401 @@
+// Cross-checks the deployment artifacts against the code they deploy: no Docker engine or
+// cluster here, so the Dockerfile, docker-compose.yml and the kustomize manifests are parsed
+// and held to the repository's facts (services, ports, config schema, entries, migrations).
+import { join } from 'node:path';
+import { describe, expect, it } from '@jest/globals';
+import { DEFAULT_PORTS, loadConfig, type PlatformConfig, type ServiceName } from '@app/platform';
+import {
+  callsOf,
+  containerEnv,
+  distEntryExists,
+  dockerfileInstructions,
+  exists,
+  hasMigrations,
+  interpolateDefaults,
+  K8S_BASE,
+  K8S_PRODUCTION,
+  loadBase,
+  loadCompose,
+  loadKustomization,
+  loadYamlDocuments,
+  named,
+  ofKind,
+  PLATFORM_SERVICES,
+  read,
+  repositoryServices,
+  resolvePort,
+  seconds,
+  selects,
+  yamlFilesIn,
+  type Container,
+  type K8sObject,
+  type KindOf,
+} from './artifacts.js';
+
+const services = repositoryServices();
+const migrated = services.filter(hasMigrations);
+const SSO_PRESENT = exists('services/sso/src/main.ts');
+/**
+ * sso's settings, which the deployment carries before sso (and its config entries) reaches
+ * this branch. Tolerated as unknown names only while services/sso is absent: once it is
+ * here, the config schema must accept them like any other name.
+ */
+const SSO_SETTINGS = ['BOOTSTRAP_ADMIN_EMAIL', 'BOOTSTRAP_ADMIN_PASSWORD', 'SSO_KEY_ENCRYPTION_SECRET'];
+const DOMAIN_SERVICES = PLATFORM_SERVICES.filter((name) => name !== 'gateway' && name !== 'health');
+const IMAGE = (service: string) => `api-platform/${service}`;
+const ROOT_VERSION = (JSON.parse(read('package.json')) as { version: string }).version;
+
+/** Names the config schema drops (unknown ones are stripped from the parsed config). */
+function unknownNames(env: Record<string, string>): string[] {
+  const parsed = loadConfig(env) as Record<string, unknown>;
+  return Object.keys(env).filter((name) => !(name in parsed) && !(!SSO_PRESENT && SSO_SETTINGS.includes(name)));
+}
+
+/** A standalone service opens Postgres, Redis and NATS (runStandalone); the gateway opens none. */
+const opensDependencies = (service: string) => !exists(`services/${service}/src/main.ts`) || read(`services/${service}/src/main.ts`).includes('runStandalone(');
+
+function expectRunnableConfig(service: string, env: Record<string, string>, hostOf: (name: ServiceName) => string) {
+  expect(unknownNames(env)).toEqual([]);
+  const config: PlatformConfig = loadConfig(env);
+  expect(config.NODE_ENV).toBe('production');
+  // Without these a pod falls back to an embedded database on a read-only filesystem and a
+  // per-process cache and bus that its replicas would not share.
+  if (opensDependencies(service)) {
+    expect([config.DATABASE_URL, config.REDIS_URL, config.NATS_URL].map((url) => url !== undefined)).toEqual([true, true, true]);
+  }
+  expect({
+    GATEWAY_URL: config.GATEWAY_URL,
+    HEALTH_URL: config.HEALTH_URL,
+    IDENTITY_URL: config.IDENTITY_URL,
+    CREDENTIALS_URL: config.CREDENTIALS_URL,
+    SSO_URL: config.SSO_URL,
+    CRUD_URL: config.CRUD_URL,
+  }).toEqual({
+    GATEWAY_URL: `http://${hostOf('gateway')}:${DEFAULT_PORTS.gateway}`,
+    HEALTH_URL: `http://${hostOf('health')}:${DEFAULT_PORTS.health}`,
+    IDENTITY_URL: `http://${hostOf('identity')}:${DEFAULT_PORTS.identity}`,
+    CREDENTIALS_URL: `http://${hostOf('credentials')}:${DEFAULT_PORTS.credentials}`,
+    SSO_URL: `http://${hostOf('sso')}:${DEFAULT_PORTS.sso}`,
+    CRUD_URL: `http://${hostOf('crud')}:${DEFAULT_PORTS.crud}`,
+  });
+  expect([...config.PLATFORM_SERVICES].sort()).toEqual([...DOMAIN_SERVICES].sort());
+  return config;
+}
+
+describe('the repository', () => {
+  it('has services for the cross-checks to hold against', () => {
+    expect(services).toEqual(expect.arrayContaining(['gateway', 'health', 'identity']));
+  });
+
+  it('has no service the platform config does not know (DEFAULT_PORTS)', () => {
+    expect(services.filter((name) => !(name in DEFAULT_PORTS))).toEqual([]);
+  });
+});
+
+describe('Dockerfile', () => {
+  const instructions = dockerfileInstructions(read('Dockerfile'));
+  const stages = [...new Set(instructions.filter((i) => i.keyword === 'FROM').map((i) => i.stage))];
+  const runtimeStage = stages.at(-1)!;
+  const inStage = (stage: string, keyword: string) => instructions.filter((i) => i.stage === stage && i.keyword === keyword);
+  const runtime = (keyword: string) => inStage(runtimeStage, keyword);
+  const nodeImage = /NODE_IMAGE=(\S+)/.exec(instructions.find((i) => i.keyword === 'ARG' && i.args.startsWith('NODE_IMAGE'))?.args ?? '')?.[1];
+
+  it('bases every stage on Node 20 slim, the version package.json engines allow', () => {
+    expect(nodeImage).toBe('node:20-slim');
+    expect(instructions.filter((i) => i.keyword === 'FROM').map((i) => i.args.split(/\s+/)[0])).toEqual(stages.map(() => '${NODE_IMAGE}'));
+  });
+
+  it('builds every workspace with the dev dependencies, generating the Prisma clients first', () => {
+    const build = inStage('build', 'RUN').map((i) => i.args);
+    expect(build).toEqual(expect.arrayContaining([expect.stringMatching(/^npm ci\b/), expect.stringMatching(/node scripts\/prisma-generate\.mjs && npm run build/)]));
+  });
+
+  it('carries every workspace\'s dist/ and Prisma migrations into the runtime tree', () => {
+    const assemble = inStage('build', 'RUN').map((i) => i.args).find((args) => args.includes('/out'));
+    expect(assemble).toMatch(/for dir in libs\/\* services\/\* apps\/\*/);
+    expect(assemble).toContain('cp -r "$dir/dist"');
+    expect(assemble).toContain('cp -r "$dir/prisma/migrations"');
+    expect(runtime('COPY').map((i) => i.args)).toEqual(['--from=deps /app/ ./', '--from=build /out/ ./']);
+  });
+
+  it('installs only the service\'s production dependencies, without install scripts but argon2\'s', () => {
+    const install = inStage('deps', 'RUN').map((i) => i.args).find((args) => args.includes('npm ci'));
+    expect(install).toMatch(/npm ci --omit=dev --omit=optional --ignore-scripts -w "services\/\$\{SERVICE\}"/);
+    expect(install).toContain('npm rebuild argon2');
+  });
+
+  it('runs as a numeric non-root user, so Kubernetes can verify runAsNonRoot', () => {
+    const users = runtime('USER').map((i) => i.args);
+    expect(users).toHaveLength(1);
+    expect(users[0]).toMatch(/^[1-9]\d*(:\d+)?$/);
+  });
+
+  it('starts dist/main.js of the service from its folder, in exec form', () => {
+    expect(runtime('WORKDIR').at(-1)?.args).toBe('/app/services/${SERVICE}');
+    expect(runtime('CMD').map((i) => JSON.parse(i.args) as string[])).toEqual([['node', 'dist/main.js']]);
+    for (const service of services) expect([service, distEntryExists(service, 'dist/main.js')]).toEqual([service, true]);
+  });
+
+  it('takes the service and its port as build arguments, listens on and exposes that port', () => {
+    expect(runtime('ARG').map((i) => i.args)).toEqual(['SERVICE', 'PORT']);
+    expect(runtime('ENV').map((i) => i.args).join(' ')).toMatch(/\bPORT=\$\{PORT\}/);
+    expect(runtime('ENV').map((i) => i.args).join(' ')).toMatch(/\bNODE_ENV=production\b/);
+    expect(runtime('EXPOSE').map((i) => i.args)).toEqual(['${PORT}']);
+    expect(runtime('HEALTHCHECK').map((i) => i.args).join(' ')).toContain('/health/readiness');
+  });
+
+  it('leaves local state and build output out of the build context', () => {
+    const ignored = read('.dockerignore').split('\n').map((line) => line.trim()).filter((line) => line && !line.startsWith('#'));
+    expect(ignored).toEqual(expect.arrayContaining(['**/node_modules', '**/dist', '**/src/generated', '.data', '.git', '**/coverage', '.env']));
+    // npm ci needs every workspace's package.json, test/ included.
+    expect(ignored.filter((pattern) => /^(test|libs|services|apps)\b/.test(pattern))).toEqual([]);
+  });
+});
+
+describe('docker-compose.yml', () => {
+  const compose = loadCompose();
+  const appServices = Object.keys(compose.services).filter((name) => compose.services[name]!.build);
+  const running = appServices.filter((name) => !name.endsWith('-migrate'));
+
+  it('runs Postgres 16, Redis 7 and NATS 2 with JetStream, each with a health check', () => {
+    expect(compose.services.postgres?.image).toBe('postgres:16');
+    expect(compose.services.redis?.image).toBe('redis:7');
+    expect(compose.services.nats?.image).toMatch(/^nats:2(-|$)/);
+    expect(compose.services.nats?.command).toContain('-js');
+    for (const name of ['postgres', 'redis', 'nats']) expect([name, compose.services[name]?.healthcheck?.test?.length ?? 0]).not.toEqual([name, 0]);
+  });
+
+  it('runs every service of the repository, and only services the platform knows', () => {
+    expect(running.filter((name) => !services.includes(name) && !(PLATFORM_SERVICES as string[]).includes(name))).toEqual([]);
+    expect(services.filter((name) => !running.includes(name))).toEqual([]);
+    expect([...running].sort()).toEqual([...PLATFORM_SERVICES].sort());
+  });
+
+  it.each(PLATFORM_SERVICES)('builds %s from the Dockerfile with its SERVICE and its port', (service) => {
+    const entry = compose.services[service]!;
+    expect(entry.image).toBe(IMAGE(service));
+    expect(entry.build).toEqual({ context: '.', args: { SERVICE: service, PORT: String(DEFAULT_PORTS[service]) } });
+    if (exists(`services/${service}`)) expect(distEntryExists(service, 'dist/main.js')).toBe(true);
+  });
+
+  it('publishes only the gateway\'s port', () => {
+    const published = Object.entries(compose.services).filter(([, entry]) => entry.ports).map(([name, entry]) => [name, entry.ports]);
+    expect(published).toEqual([['gateway', [`${DEFAULT_PORTS.gateway}:${DEFAULT_PORTS.gateway}`]]]);
+  });
+
+  it('has a migrate step for every service with migrations, and only those', () => {
+    const steps = appServices.filter((name) => name.endsWith('-migrate')).map((name) => name.replace(/-migrate$/, ''));
+    expect(migrated.filter((service) => !steps.includes(service))).toEqual([]);
+    // A step for a service without migrations in this checkout is a typo, unless its source is not here yet.
+    expect(steps.filter((service) => exists(`services/${service}`) && !hasMigrations(service))).toEqual([]);
+    for (const service of steps) {
+      const step = compose.services[`${service}-migrate`]!;
+      expect([service, step.image, step.command, step.depends_on?.postgres]).toEqual([service, IMAGE(service), ['node', 'dist/migrate.js'], { condition: 'service_healthy' }]);
+      expect(step.build).toEqual(compose.services[service]!.build);
+      if (exists(`services/${service}`)) expect([service, distEntryExists(service, 'dist/migrate.js')]).toEqual([service, true]);
+      expect(compose.services[service]!.depends_on?.[`${service}-migrate`]).toEqual({ condition: 'service_completed_successfully' });
+    }
+  });
+
+  it('starts a service after the backing services it opens are healthy, and the gateway after every service', () => {
+    for (const service of running.filter(opensDependencies)) {
+      const dependsOn = compose.services[service]!.depends_on ?? {};
+      expect([service, dependsOn.postgres, dependsOn.redis, dependsOn.nats]).toEqual([service, ...Array(3).fill({ condition: 'service_healthy' })]);
+    }
+    const gatewayDependsOn = compose.services.gateway!.depends_on ?? {};
+    expect(Object.keys(gatewayDependsOn).sort()).toEqual(running.filter((name) => name !== 'gateway').sort());
+  });
+
+  it.each(PLATFORM_SERVICES)('gives %s an environment the config schema accepts, pointing at the compose services', (service) => {
+    const env = interpolateDefaults(compose.services[service]!.environment ?? {});
+    const config = expectRunnableConfig(service, env, (name) => name);
+    if (config.DATABASE_URL) expect(new URL(config.DATABASE_URL).hostname).toBe('postgres');
+    if (config.REDIS_URL) expect(new URL(config.REDIS_URL).hostname).toBe('redis');
+    if (config.NATS_URL) expect(new URL(config.NATS_URL).hostname).toBe('nats');
+    // The drain (SHUTDOWN_TIMEOUT_MS) must end before compose's SIGKILL.
+    expect(seconds(compose.services[service]!.stop_grace_period ?? '10s')).toBeGreaterThan(config.SHUTDOWN_TIMEOUT_MS / 1000);
+  });
+
+  it('fails the check on a misspelled variable', () => {
+    expect(unknownNames({ NODE_ENV: 'production', DATABSE_URL: 'postgres://x@postgres/db' })).toEqual(['DATABSE_URL']);
+  });
+});
+
+describe('deploy/k8s/base', () => {
+  const kustomization = loadKustomization(K8S_BASE);
+  const objects = loadBase();
+  const secret = loadYamlDocuments(join(K8S_BASE, 'secret.example.yaml'))[0] as KindOf<'Secret'>;
+  const configMaps = ofKind(objects, 'ConfigMap');
+  const deployments = ofKind(objects, 'Deployment');
+  const jobs = ofKind(objects, 'Job');
+  const containerOf = (name: string): Container => named(objects, 'Deployment', name)!.spec.template.spec.containers[0]!;
+
+  it('lists every manifest file of the base but the example Secret, and no missing one', () => {
+    const files = yamlFilesIn(K8S_BASE).filter((file) => file !== 'kustomization.yaml');
+    expect([...(kustomization.resources ?? [])].sort()).toEqual(files.filter((file) => file !== 'secret.example.yaml').sort());
+    expect(kustomization.resources).not.toContain('secret.example.yaml');
+  });
+
+  it('pins every image it uses to the release in the root package.json', () => {
+    const images = new Set([...deployments, ...jobs].flatMap((o) => o.spec.template.spec.containers.map((c) => c.image)));
+    expect([...images].sort()).toEqual([...(kustomization.images ?? []).map((i) => i.name)].sort());
+    for (const image of kustomization.images ?? []) expect([image.name, image.newTag]).toEqual([image.name, ROOT_VERSION]);
+  });
+
+  it('deploys every service of the repository, and only services the platform knows', () => {
+    const names = deployments.map((d) => d.metadata.name);
+    expect(services.filter((name) => !names.includes(name))).toEqual([]);
+    expect([...names].sort()).toEqual([...PLATFORM_SERVICES].sort());
+  });
+
+  describe.each(PLATFORM_SERVICES)('%s', (service) => {
+    const port = DEFAULT_PORTS[service];
+
+    it('has a Deployment whose selector picks its own pods, running its image\'s default command', () => {
+      const deployment = named(objects, 'Deployment', service)!;
+      expect(selects(deployment.spec.selector.matchLabels, deployment.spec.template.metadata.labels)).toBe(true);
+      expect(deployment.spec.template.spec.containers.map((c) => [c.image, c.command, c.args])).toEqual([[IMAGE(service), undefined, undefined]]);
+      // No replicas: its HorizontalPodAutoscaler owns the count.
+      expect(deployment.spec.replicas).toBeUndefined();
+      if (exists(`services/${service}`)) expect(distEntryExists(service, 'dist/main.js')).toBe(true);
+    });
+
+    it('listens on its DEFAULT_PORTS port, probed at /health/liveness and /health/readiness there', () => {
+      const container = containerOf(service);
+      expect(container.ports?.map((p) => p.containerPort)).toEqual([port]);
+      expect(container.env?.find((v) => v.name === 'PORT')?.value).toBe(String(port));
+      const probes = [container.startupProbe, container.livenessProbe, container.readinessProbe];
+      expect(probes.map((probe) => probe && [probe.httpGet.path, resolvePort(container, probe.httpGet.port)])).toEqual([
+        ['/health/liveness', port],
+        ['/health/liveness', port],
+        ['/health/readiness', port],
+      ]);
+    });
+
+    it('runs as non-root on a read-only filesystem, with resource requests and limits', () => {
+      const deployment = named(objects, 'Deployment', service)!;
+      const container = containerOf(service);
+      expect(deployment.spec.template.spec.securityContext?.runAsNonRoot).toBe(true);
+      expect(container.securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false });
+      expect(Object.keys(container.resources?.requests ?? {}).sort()).toEqual(['cpu', 'memory']);
+      expect(Object.keys(container.resources?.limits ?? {}).sort()).toEqual(['cpu', 'memory']);
+    });
+
+    it('gets an environment the config schema accepts, with the Secret keys the example defines', () => {
+      const env = containerEnv(containerOf(service), configMaps, secret);
+      expectRunnableConfig(service, env, (name) => name);
+    });
+
+    it('is given longer to stop than its preStop pause plus its drain (SHUTDOWN_TIMEOUT_MS)', () => {
+      const deployment = named(objects, 'Deployment', service)!;
+      const config = loadConfig(containerEnv(containerOf(service), configMaps, secret));
+      const preStop = containerOf(service).lifecycle?.preStop?.exec?.command;
+      const pause = preStop?.[0] === 'sleep' ? Number(preStop[1]) : 0;
+      expect(deployment.spec.template.spec.terminationGracePeriodSeconds ?? 30).toBeGreaterThan(pause + config.SHUTDOWN_TIMEOUT_MS / 1000);
+    });
+
+    it('has a ClusterIP Service on its port selecting its pods', () => {
+      const svc = named(objects, 'Service', service)!;
+      const deployment = named(objects, 'Deployment', service)!;
+      expect(svc.spec.type ?? 'ClusterIP').toBe('ClusterIP');
+      expect(svc.spec.ports.map((p) => [p.port, resolvePort(containerOf(service), p.targetPort)])).toEqual([[port, port]]);
+      expect(selects(svc.spec.selector, deployment.spec.template.metadata.labels)).toBe(true);
+      // A Service must not also select another service's pods (or a migration Job's).
+      const others = [...deployments.filter((d) => d.metadata.name !== service), ...jobs];
+      expect(others.filter((o) => selects(svc.spec.selector, o.spec.template.metadata.labels)).map((o) => o.metadata.name)).toEqual([]);
+    });
+
+    it('scales on CPU between at least two replicas, and loses at most what its budget allows', () => {
+      const hpa = named(objects, 'HorizontalPodAutoscaler', service)!;
+      const pdb = named(objects, 'PodDisruptionBudget', service)!;
+      const deployment = named(objects, 'Deployment', service)!;
+      expect(hpa.spec.scaleTargetRef).toEqual({ apiVersion: 'apps/v1', kind: 'Deployment', name: service });
+      expect(hpa.spec.metrics.map((m) => m.resource?.name)).toEqual(['cpu']);
+      expect(hpa.spec.minReplicas).toBeGreaterThanOrEqual(2);
+      expect(hpa.spec.maxReplicas).toBeGreaterThanOrEqual(hpa.spec.minReplicas);
+      expect(selects(pdb.spec.selector.matchLabels, deployment.spec.template.metadata.labels)).toBe(true);
+      expect(pdb.spec.maxUnavailable ?? pdb.spec.minAvailable).toBeDefined();
+    });
+
+    it('admits traffic on its port only from the services that call it', () => {
+      const policy = named(objects, 'NetworkPolicy', service)!;
+      const deployment = named(objects, 'Deployment', service)!;
+      expect(selects(policy.spec.podSelector.matchLabels, deployment.spec.template.metadata.labels)).toBe(true);
+      expect(policy.spec.policyTypes).toEqual(['Ingress']);
+      const rules = policy.spec.ingress ?? [];
+      for (const rule of rules) expect(rule.ports?.map((p) => resolvePort(containerOf(service), p.port))).toEqual([port]);
+      const admits = (caller: string) => {
+        const labels = named(objects, 'Deployment', caller)!.spec.template.metadata.labels;
+        return rules.some((rule) => rule.from?.some((peer) => !peer.namespaceSelector && !peer.ipBlock && selects(peer.podSelector?.matchLabels, labels)));
+      };
+      const callers = services.filter((caller) => caller !== service && callsOf(caller).includes(service));
+      expect(callers.filter((caller) => !admits(caller))).toEqual([]);
+      const openToAll = rules.some((rule) => !rule.from || rule.from.length === 0);
+      expect(openToAll).toBe(service === 'gateway');
+    });
+  });
+
+  it('denies all ingress to the namespace\'s pods by default', () => {
+    const defaults = ofKind(objects, 'NetworkPolicy').filter((p) => Object.keys(p.spec.podSelector.matchLabels ?? {}).length === 0);
+    expect(defaults.map((p) => [p.spec.policyTypes, p.spec.ingress ?? []])).toEqual([[['Ingress'], []]]);
+  });
+
+  it('exposes only the gateway: every Service is ClusterIP and the Ingress routes to the gateway alone', () => {
+    expect(ofKind(objects, 'Service').filter((s) => (s.spec.type ?? 'ClusterIP') !== 'ClusterIP').map((s) => s.metadata.name)).toEqual([]);
+    const backends = ofKind(objects, 'Ingress').flatMap((ingress) => ingress.spec.rules.flatMap((rule) => rule.http.paths.map((path) => path.backend.service)));
+    expect(backends).toEqual([{ name: 'gateway', port: { name: 'http' } }]);
+  });
+
+  it('has a migration Job for every service with migrations, running dist/migrate.js with the database URL', () => {
+    const jobServices = jobs.map((job) => job.metadata.name.replace(/-migrate$/, ''));
+    expect(jobs.map((job) => job.metadata.name)).toEqual(jobServices.map((service) => `${service}-migrate`));
+    expect(migrated.filter((service) => !jobServices.includes(service))).toEqual([]);
+    expect(jobServices.filter((service) => exists(`services/${service}`) && !hasMigrations(service))).toEqual([]);
+    for (const [index, job] of jobs.entries()) {
+      const service = jobServices[index]!;
+      const [container, ...more] = job.spec.template.spec.containers;
+      expect([service, more.length, container!.image, container!.command, job.spec.template.spec.restartPolicy]).toEqual([service, 0, IMAGE(service), ['node', 'dist/migrate.js'], 'Never']);
+      if (exists(`services/${service}`)) expect([service, distEntryExists(service, 'dist/migrate.js')]).toEqual([service, true]);
+      const env = containerEnv(container!, configMaps, secret);
+      expect(unknownNames(env)).toEqual([]);
+      expect(loadConfig(env).DATABASE_URL).toBeDefined();
+      expect(container!.securityContext?.readOnlyRootFilesystem).toBe(true);
+      expect(job.spec.template.spec.securityContext?.runAsNonRoot).toBe(true);
+    }
+  });
+
+  it('keeps the example Secret to accepted names with placeholder values, every referenced key defined', () => {
+    expect([secret.kind, secret.metadata.name]).toEqual(['Secret', 'api-platform-secrets']);
+    expect(unknownNames(secret.stringData)).toEqual([]);
+    for (const [name, value] of Object.entries(secret.stringData)) expect([name, /CHANGE-ME|example\.com/.test(value)]).toEqual([name, true]);
+    const referenced = [...deployments, ...jobs].flatMap((o) => o.spec.template.spec.containers.flatMap((c) => (c.env ?? []).flatMap((v) => (v.valueFrom?.secretKeyRef ? [v.valueFrom.secretKeyRef.key] : []))));
+    expect(referenced.filter((key) => !(key in secret.stringData))).toEqual([]);
+  });
+
+  it('keeps secrets out of the ConfigMap', () => {
+    const data = configMaps.flatMap((map) => Object.keys(map.data));
+    expect(data.filter((name) => name in secret.stringData)).toEqual([]);
+    expect(unknownNames(Object.fromEntries(configMaps.flatMap((map) => Object.entries(map.data))))).toEqual([]);
+  });
+});
+
+describe('deploy/k8s/overlays/production', () => {
+  const kustomization = loadKustomization(K8S_PRODUCTION);
+  const base = loadBase();
+
+  it('builds on the base, and every file it names exists', () => {
+    expect(kustomization.resources).toContain('../../base');
+    const files = [...(kustomization.resources ?? []).filter((r) => r.endsWith('.yaml')), ...(kustomization.patches ?? []).map((p) => p.path)];
+    expect(files.filter((file) => !exists(`deploy/k8s/overlays/production/${file}`))).toEqual([]);
+    expect([...files].sort()).toEqual(yamlFilesIn(K8S_PRODUCTION).filter((file) => file !== 'kustomization.yaml').sort());
+  });
+
+  it('patches only objects the base has, with names the config accepts', () => {
+    for (const patch of (kustomization.patches ?? []).filter((p) => !p.target)) {
+      for (const object of loadYamlDocuments(join(K8S_PRODUCTION, patch.path)) as K8sObject[]) {
+        expect([patch.path, named(base, object.kind, object.metadata.name) !== undefined]).toEqual([patch.path, true]);
+        if (object.kind === 'ConfigMap') expect(unknownNames(object.data)).toEqual([]);
+      }
+    }
+  });
+});
