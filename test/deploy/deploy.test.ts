@@ -324,12 +324,18 @@ describe('deploy/k8s/base', () => {
       expect(policy.spec.policyTypes).toEqual(['Ingress']);
       const rules = policy.spec.ingress ?? [];
       for (const rule of rules) expect(rule.ports?.map((p) => resolvePort(containerOf(service), p.port))).toEqual([port]);
-      const admits = (caller: string) => {
-        const labels = named(objects, 'Deployment', caller)!.spec.template.metadata.labels;
-        return rules.some((rule) => rule.from?.some((peer) => !peer.namespaceSelector && !peer.ipBlock && selects(peer.podSelector?.matchLabels, labels)));
-      };
+      // Each peer names one service's pods; what the policy admits is exactly who calls it
+      // (a service whose source is not in this checkout yet is taken on trust).
+      const peers = rules.flatMap((rule) => rule.from ?? []);
+      const admitted = peers.map((peer) => {
+        expect([peer.namespaceSelector, peer.ipBlock]).toEqual([undefined, undefined]);
+        const matched = deployments.filter((d) => selects(peer.podSelector?.matchLabels, d.spec.template.metadata.labels));
+        expect(matched).toHaveLength(1);
+        return matched[0]!.metadata.name;
+      });
       const callers = services.filter((caller) => caller !== service && callsOf(caller).includes(service));
-      expect(callers.filter((caller) => !admits(caller))).toEqual([]);
+      expect(callers.filter((caller) => !admitted.includes(caller))).toEqual([]);
+      expect(admitted.filter((peer) => services.includes(peer) && !callers.includes(peer))).toEqual([]);
       const openToAll = rules.some((rule) => !rule.from || rule.from.length === 0);
       expect(openToAll).toBe(service === 'gateway');
     });
