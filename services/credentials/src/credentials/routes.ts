@@ -5,19 +5,8 @@ import {
   verifyPasswordRequestSchema,
   verifyPasswordResponseSchema,
 } from '@app/contracts';
-import {
-  authenticate,
-  forbidden,
-  hasRole,
-  listHeadersSchema,
-  pageOf,
-  principalOf,
-  problemSchema,
-  setPagingHeaders,
-  wantsExactCount,
-  type App,
-  type TokenVerifier,
-} from '@app/platform';
+import { authenticate, forbidden, hasRole, principalOf, problemSchema, type App, type TokenVerifier } from '@app/platform';
+import { listHeadersSchema, pageOf, setPagingHeaders, wantsExactCount } from '@app/platform';
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import {
