@@ -1,4 +1,4 @@
-import { issueKey } from '@app/platform';
+import { booleanParam, issueKey } from '@app/platform';
 import { z } from 'zod';
 import './errors.js';
 
@@ -76,7 +76,7 @@ export function filterSchema(column: Column): z.ZodType {
     case 'enum':
       return column.value;
     case 'boolean':
-      return z.enum(['true', 'false']).transform((value) => value === 'true');
+      return booleanParam;
     case 'integer':
       return z.string().regex(/^-?\d{1,10}$/).transform(Number).pipe(column.value as z.ZodType<number, number>);
     case 'decimal':

@@ -1,3 +1,4 @@
+import { booleanParam, listHeadersSchema, listQuerySchema, type PagingQuery } from '@app/platform';
 import { z } from 'zod';
 import type { FastifyPluginAsync } from 'fastify';
 import { describeColumn, filterSchema, type Column } from './columns.js';
@@ -22,12 +23,7 @@ export interface DomainSpec<C extends Record<string, z.ZodType>> {
 /** The fields every generic record has besides its columns. */
 export const COMMON_FIELDS = ['id', 'activated', 'createdAt', 'updatedAt'] as const;
 /** Query parameters of a list; a column cannot take these names. */
-const PAGING_PARAMS = ['limit', 'offset', 'sort'];
-
-/** Largest page a list answers; bounds what one request can make the database read. */
-export const MAX_LIMIT = 100;
-export const DEFAULT_LIMIT = 20;
-export const DEFAULT_SORT = '-createdAt';
+const PAGING_PARAMS: readonly string[] = ['limit', 'offset', 'sort'] satisfies (keyof PagingQuery)[];
 
 /** Identifiers reach SQL only from definitions, and only if they match these, so quoting is never asked to do more. */
 const TABLE_NAME = /^[a-z][a-z0-9_]{0,62}$/;
@@ -51,10 +47,7 @@ export interface DomainSchemas {
 }
 
 /** A parsed list query: paging and sort, plus the filters that were given. */
-export interface ListQuery {
-  limit: number;
-  offset: number;
-  sort: string;
+export interface ListQuery extends PagingQuery {
   [filter: string]: unknown;
 }
 
@@ -97,6 +90,7 @@ export function defineDomain<const C extends Record<string, z.ZodType>>(spec: Do
     if (!names.has(name)) throw new Error(`"${name}" is listed in unique or indexes of ${spec.name} but is not a column`);
   }
   const tag = capitalize(spec.name);
+  const fields: [string, ...string[]] = ['id', ...columns.map((column) => column.name), 'activated', 'createdAt', 'updatedAt'];
   const domain: Domain = {
     name: spec.name,
     plural,
@@ -104,17 +98,17 @@ export function defineDomain<const C extends Record<string, z.ZodType>>(spec: Do
     tag,
     table: spec.name,
     columns,
-    fields: ['id', ...columns.map((column) => column.name), 'activated', 'createdAt', 'updatedAt'],
+    fields,
     unique: [...(spec.unique ?? [])],
     indexes: [...(spec.indexes ?? [])],
-    schemas: buildSchemas(spec.name, tag, columns),
+    schemas: buildSchemas(spec.name, tag, columns, fields),
     plugin: async () => undefined,
   };
   domain.plugin = createDomainPlugin(domain);
   return domain;
 }
 
-function buildSchemas(name: string, tag: string, columns: Column[]): DomainSchemas {
+function buildSchemas(name: string, tag: string, columns: Column[], fields: [string, ...string[]]): DomainSchemas {
   const shape = (fn: (column: Column) => z.ZodType) => Object.fromEntries(columns.map((column) => [column.name, fn(column)]));
   const timestamp = z.iso.datetime();
   const record = z
@@ -134,25 +128,16 @@ function buildSchemas(name: string, tag: string, columns: Column[]): DomainSchem
     .strictObject({ ...shape((column) => (column.required ? column.value.optional() : column.value.nullable().optional())), activated: z.boolean().optional() })
     .meta({ id: `${tag}Update`, description: `The fields of a ${name} to change; the others keep their values` });
 
-  const fields = ['id', ...columns.map((column) => column.name), 'activated', 'createdAt', 'updatedAt'];
-  const sortValues = fields.flatMap((field) => [field, `-${field}`]) as [string, ...string[]];
-  const query = z.strictObject({
-    limit: z.coerce.number().int().min(1).max(MAX_LIMIT).default(DEFAULT_LIMIT).describe(`Page size, 1 to ${MAX_LIMIT}`),
-    offset: z.coerce.number().int().min(0).default(0).describe('Records to skip'),
-    sort: z.enum(sortValues).default(DEFAULT_SORT).describe('A field, descending when prefixed by "-"; ties are broken by id'),
+  const query = listQuerySchema(fields, {
     ...shape((column) => filterSchema(column).optional().describe(`Only records whose ${column.name} equals this`)),
-    activated: z.enum(['true', 'false']).transform((value) => value === 'true').optional(),
+    activated: booleanParam.optional(),
     createdAt: timestamp.optional(),
     updatedAt: timestamp.optional(),
   }) as unknown as z.ZodType<ListQuery>;
 
-  const headers = z.looseObject({
-    'accept-language': z.string().optional().describe('Language of error messages: en, pt-BR, es, fr or de'),
-  });
-  const listHeaders = z.looseObject({
-    'accept-language': z.string().optional().describe('Language of error messages: en, pt-BR, es, fr or de'),
-    prefer: z.string().optional().describe('"count=exact" adds the total as Content-Range'),
-  });
+  const acceptLanguage = { 'accept-language': z.string().optional().describe('Language of error messages: en, pt-BR, es, fr or de') };
+  const headers = z.looseObject(acceptLanguage);
+  const listHeaders = listHeadersSchema.extend(acceptLanguage);
   return {
     record,
     records: z.array(record),

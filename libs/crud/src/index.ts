@@ -1,10 +1,7 @@
 export { decimal, describeColumn, type Column, type ColumnKind } from './columns.js';
 export {
   COMMON_FIELDS,
-  DEFAULT_LIMIT,
-  DEFAULT_SORT,
   defineDomain,
-  MAX_LIMIT,
   type Domain,
   type DomainSchemas,
   type DomainSpec,
@@ -18,7 +15,8 @@ export {
   type DomainRepository,
   type PrismaRawClient,
   type PrismaRawSession,
+  type RecordFilters,
   type RecordValues,
 } from './repository.js';
-export { createDomainPlugin, prefersExactCount, type CrudPluginOptions } from './routes.js';
+export { createDomainPlugin, type CrudPluginOptions } from './routes.js';
 export { createDomainService, normalizeQuery, type DomainService, type DomainServiceDependencies } from './service.js';

@@ -1,7 +1,7 @@
 import { crudEventSubject, type CrudRecordEvent } from '@app/contracts';
-import { enqueueEvent, quoteIdent } from '@app/platform';
+import { enqueueEvent, quoteIdent, type Page } from '@app/platform';
 import { SQL_TYPES } from './columns.js';
-import type { Domain, ListQuery } from './define-domain.js';
+import type { Domain } from './define-domain.js';
 
 /*
  * How the generic repository talks to the database: through Prisma's raw API
@@ -36,15 +36,18 @@ export type DomainRecord = Record<string, unknown>;
 /** The values of a create or update body, already validated against the domain's schemas. */
 export type RecordValues = Record<string, unknown>;
 
+/** The equality filters of a list (field -> value), already parsed by the domain's query schema. */
+export type RecordFilters = Record<string, unknown>;
+
 export type UpdateResult = { status: 'updated'; record: DomainRecord } | { status: 'not-found' } | { status: 'conflict' };
 
 /** The persistence port of a generic domain. */
 export interface DomainRepository {
   findById(id: string): Promise<DomainRecord | undefined>;
-  /** One page in the query's order, plus whether a next page exists (one row more is read, never a count). */
-  list(query: ListQuery): Promise<{ records: DomainRecord[]; hasMore: boolean }>;
-  /** How many records match the query's filters (for `Prefer: count=exact`). */
-  count(query: ListQuery): Promise<number>;
+  /** One page of the matching records in its order, plus whether a next page exists (one row more is read, never a count). */
+  list(page: Page, filters: RecordFilters): Promise<{ records: DomainRecord[]; hasMore: boolean }>;
+  /** How many records match the filters (for `Prefer: count=exact`). */
+  count(filters: RecordFilters): Promise<number>;
   /** Inserts and enqueues `crud.<domain>.created`; undefined when a unique value is taken. */
   create(values: RecordValues): Promise<DomainRecord | undefined>;
   /** Updates and enqueues `crud.<domain>.updated` in one transaction. */
@@ -94,12 +97,12 @@ export function createDomainRepository(domain: Domain, prisma: PrismaRawClient, 
   };
 
   /** `"a" = $1::text and "b" = $2::integer` for the filters present in a list query. */
-  const whereOf = (query: ListQuery, params: unknown[]) => {
-    const conditions = Object.keys(query)
-      .filter((field) => Object.hasOwn(typeOf, field) && field !== 'id' && query[field] !== undefined)
+  const whereOf = (filters: RecordFilters, params: unknown[]) => {
+    const conditions = Object.keys(filters)
+      .filter((field) => Object.hasOwn(typeOf, field) && field !== 'id' && filters[field] !== undefined)
       .sort()
       .map((field) => {
-        params.push(query[field]);
+        params.push(filters[field]);
         return `${quoteIdent(field)} = $${params.length}::${typeOf[field]}`;
       });
     return conditions.length > 0 ? ` where ${conditions.join(' and ')}` : '';
@@ -116,25 +119,23 @@ export function createDomainRepository(domain: Domain, prisma: PrismaRawClient, 
       return rows[0] ? toRecord(rows[0]) : undefined;
     },
 
-    list: async (query) => {
+    list: async (page, filters) => {
       const params: unknown[] = [];
-      const where = whereOf(query, params);
-      const descending = query.sort.startsWith('-');
-      const field = descending ? query.sort.slice(1) : query.sort;
-      const direction = descending ? 'desc' : 'asc';
+      const where = whereOf(filters, params);
+      const { field, direction } = page.sort;
       if (!Object.hasOwn(typeOf, field)) throw new Error(`unknown sort field ${field}`);
-      params.push(query.limit + 1, query.offset);
+      params.push(page.limit + 1, page.offset);
       const rows = await prisma.$queryRawUnsafe<Record<string, unknown>[]>(
         `select ${selectList} from ${table}${where} order by ${quoteIdent(field)} ${direction}, "id" ${direction} ` +
           `limit $${params.length - 1}::int8 offset $${params.length}::int8`,
         ...params,
       );
-      return { records: rows.slice(0, query.limit).map(toRecord), hasMore: rows.length > query.limit };
+      return { records: rows.slice(0, page.limit).map(toRecord), hasMore: rows.length > page.limit };
     },
 
-    count: async (query) => {
+    count: async (filters) => {
       const params: unknown[] = [];
-      const rows = await prisma.$queryRawUnsafe<{ total: number }[]>(`select count(*)::int4 as total from ${table}${whereOf(query, params)}`, ...params);
+      const rows = await prisma.$queryRawUnsafe<{ total: number }[]>(`select count(*)::int4 as total from ${table}${whereOf(filters, params)}`, ...params);
       return Number(rows[0]?.total ?? 0);
     },
 

@@ -1,4 +1,14 @@
-import { authenticate, problemSchema, type App, type Cache, type Logger, type TokenVerifier } from '@app/platform';
+import {
+  authenticate,
+  pageOf,
+  problemSchema,
+  setPagingHeaders,
+  wantsExactCount,
+  type App,
+  type Cache,
+  type Logger,
+  type TokenVerifier,
+} from '@app/platform';
 import type { FastifyPluginAsync, FastifyReply, onRequestAsyncHookHandler } from 'fastify';
 import { z } from 'zod';
 import type { Domain, ListQuery } from './define-domain.js';
@@ -30,26 +40,6 @@ const JSON_TYPE = 'application/json; charset=utf-8';
 /** Responses every protected route can give besides its own. */
 const COMMON_ERRORS = { 400: problemSchema, 401: problemSchema, 500: problemSchema };
 const NO_CONTENT = z.null().describe('No content');
-
-/** True when a Prefer header (RFC 7240) asks for `count=exact`. */
-export function prefersExactCount(header: string | string[] | undefined): boolean {
-  if (header === undefined) return false;
-  return [header].flat().some((value) => value.split(/[,;]/).some((token) => token.trim().toLowerCase() === 'count=exact'));
-}
-
-/** RFC 8288 links to the neighbouring pages, relative to the request's path so they hold behind the gateway. */
-function pageLinks(path: string, query: ListQuery, hasMore: boolean): string | undefined {
-  const link = (offset: number, rel: string) => {
-    const params = new URLSearchParams();
-    for (const [key, value] of Object.entries({ ...query, offset })) if (value !== undefined) params.set(key, String(value));
-    return `<${path}?${params.toString()}>; rel="${rel}"`;
-  };
-  const links = [
-    ...(hasMore ? [link(query.offset + query.limit, 'next')] : []),
-    ...(query.offset > 0 ? [link(Math.max(0, query.offset - query.limit), 'prev')] : []),
-  ];
-  return links.length > 0 ? links.join(', ') : undefined;
-}
 
 const sendJson = (reply: FastifyReply, status: number, body: string) => reply.code(status).type(JSON_TYPE).send(body);
 
@@ -93,17 +83,10 @@ function registerRoutes(app: App, domain: Domain, service: DomainService, verifi
       },
     },
     async (request, reply) => {
-      const query = request.query as ListQuery;
-      const count = prefersExactCount(request.headers.prefer);
-      const page = await service.list(query, { count });
-      const links = pageLinks((request.url.split('?')[0] ?? '/'), query, page.hasMore);
-      if (links) reply.header('link', links);
-      if (page.total !== undefined) {
-        reply.header('preference-applied', 'count=exact');
-        const range = page.size > 0 ? `${query.offset}-${query.offset + page.size - 1}` : '*';
-        reply.header('content-range', `items ${range}/${page.total}`);
-      }
-      return sendJson(reply, 200, page.body);
+      const { page, filters } = pageOf(request.query as ListQuery);
+      const result = await service.list(page, filters, { count: wantsExactCount(request) });
+      setPagingHeaders(request, reply, page, { returned: result.size, hasMore: result.hasMore, total: result.total });
+      return sendJson(reply, 200, result.body);
     },
   );
 

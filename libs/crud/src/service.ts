@@ -1,8 +1,9 @@
+import type { Page } from '@app/platform';
 import { createHash } from 'node:crypto';
-import type { Domain, ListQuery } from './define-domain.js';
+import type { Domain } from './define-domain.js';
 import { recordNotFound, uniqueConflict } from './errors.js';
 import type { ListPage, RecordCache } from './record-cache.js';
-import type { DomainRepository, RecordValues } from './repository.js';
+import type { DomainRepository, RecordFilters, RecordValues } from './repository.js';
 
 /**
  * The use cases of one generic domain. Reads answer serialized JSON arrays, so a cache hit is
@@ -11,7 +12,7 @@ import type { DomainRepository, RecordValues } from './repository.js';
 export interface DomainService {
   /** `[record]`; 404 when no record has the id. */
   read(id: string): Promise<string>;
-  list(query: ListQuery, options: { count: boolean }): Promise<ListPage>;
+  list(page: Page, filters: RecordFilters, options: { count: boolean }): Promise<ListPage>;
   /** `[record]` as read back; 422 when a unique value is taken. */
   create(values: RecordValues): Promise<string>;
   /** `[record]` after the change; 404 unknown id, 422 unique value taken. */
@@ -28,15 +29,16 @@ export interface DomainServiceDependencies {
 }
 
 /**
- * The same query always maps to the same cache key: keys sorted, defaults applied (so
+ * The same query always maps to the same cache key: filters sorted, defaults applied (so
  * `?limit=20` and no limit share a page), hashed to bound the key's length.
  */
-export function normalizeQuery(query: ListQuery, count: boolean): string {
-  const entries = Object.keys(query)
-    .filter((key) => query[key] !== undefined)
+export function normalizeQuery(page: Page, filters: RecordFilters, count: boolean): string {
+  const entries = Object.keys(filters)
+    .filter((key) => filters[key] !== undefined)
     .sort()
-    .map((key) => [key, query[key]]);
-  return createHash('sha256').update(JSON.stringify([entries, count])).digest('base64url').slice(0, 32);
+    .map((key) => [key, filters[key]]);
+  const paging = [page.limit, page.offset, page.sort.field, page.sort.direction];
+  return createHash('sha256').update(JSON.stringify([paging, entries, count])).digest('base64url').slice(0, 32);
 }
 
 export function createDomainService(domain: Domain, deps: DomainServiceDependencies): DomainService {
@@ -56,10 +58,10 @@ export function createDomainService(domain: Domain, deps: DomainServiceDependenc
       return body;
     },
 
-    list: (query, options) =>
-      cache.list(normalizeQuery(query, options.count), async () => {
-        const [page, total] = await Promise.all([repository.list(query), options.count ? repository.count(query) : undefined]);
-        return { body: JSON.stringify(page.records), size: page.records.length, hasMore: page.hasMore, ...(total === undefined ? {} : { total }) };
+    list: (page, filters, options) =>
+      cache.list(normalizeQuery(page, filters, options.count), async () => {
+        const [found, total] = await Promise.all([repository.list(page, filters), options.count ? repository.count(filters) : undefined]);
+        return { body: JSON.stringify(found.records), size: found.records.length, hasMore: found.hasMore, ...(total === undefined ? {} : { total }) };
       }),
 
     create: async (values) => {

@@ -267,16 +267,15 @@ describe.each(cases)('products (%s, through %s)', (mode, transport) => {
     it('pages with limit and offset and links the next and previous pages', async () => {
       const first = await list(`name=${tag}&limit=2`);
       expect(ids(first.json)).toEqual([made[4]!.id, made[3]!.id]);
-      expect(first.headers.link).toBe(`</api/v1/products?limit=2&offset=2&sort=-createdAt&name=${tag}>; rel="next"`);
+      expect(first.headers.link).toBe(`</api/v1/products?name=${tag}&limit=2&offset=2>; rel="next"`);
       const middle = await list(`name=${tag}&limit=2&offset=2`);
       expect(ids(middle.json)).toEqual([made[2]!.id, made[1]!.id]);
       expect(middle.headers.link).toBe(
-        `</api/v1/products?limit=2&offset=4&sort=-createdAt&name=${tag}>; rel="next", ` +
-          `</api/v1/products?limit=2&offset=0&sort=-createdAt&name=${tag}>; rel="prev"`,
+        `</api/v1/products?name=${tag}&limit=2&offset=4>; rel="next", ` + `</api/v1/products?name=${tag}&limit=2&offset=0>; rel="prev"`,
       );
       const last = await list(`name=${tag}&limit=2&offset=4`);
       expect(ids(last.json)).toEqual([made[0]!.id]);
-      expect(last.headers.link).toBe(`</api/v1/products?limit=2&offset=2&sort=-createdAt&name=${tag}>; rel="prev"`);
+      expect(last.headers.link).toBe(`</api/v1/products?name=${tag}&limit=2&offset=2>; rel="prev"`);
     });
 
     it('sorts by any field, ascending or descending', async () => {
@@ -303,10 +302,10 @@ describe.each(cases)('products (%s, through %s)', (mode, transport) => {
 
     it('answers the total as Content-Range only when Prefer: count=exact asks for it', async () => {
       const counted = await list(`name=${tag}&limit=2&offset=2`, { prefer: 'count=exact' });
-      expect(counted.headers['content-range']).toBe('items 2-3/5');
+      expect(counted.headers['content-range']).toBe('2-3/5');
       expect(counted.headers['preference-applied']).toBe('count=exact');
       const empty = await list(`name=${tag}&category=Vegetables`, { prefer: 'count=exact' });
-      expect(empty.headers['content-range']).toBe('items */0');
+      expect(empty.headers['content-range']).toBe('*/0');
       expect((await list(`name=${tag}&limit=2`)).headers['content-range']).toBeUndefined();
     });
 

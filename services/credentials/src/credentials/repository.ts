@@ -1,6 +1,5 @@
-import { createPrismaClient, enqueueEvent, type Database } from '@app/platform';
+import { createPrismaClient, enqueueEvent, type Database, type Page } from '@app/platform';
 import { Prisma, PrismaClient, type Credential } from '../generated/prisma/client.js';
-import type { Page } from '../http/list.js';
 import type { CredentialFilters } from './schemas.js';
 
 /** The Postgres schema this service owns; its outbox table lives there too. */

@@ -6,9 +6,9 @@ import {
   verifyPasswordResponseSchema,
 } from '@app/contracts';
 import { authenticate, forbidden, hasRole, principalOf, problemSchema, type App, type TokenVerifier } from '@app/platform';
+import { listHeadersSchema, pageOf, setPagingHeaders, wantsExactCount } from '@app/platform';
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { listHeadersSchema, pageOf, setPagingHeaders, wantsExactCount } from '../http/list.js';
 import {
   createCredentialBodySchema,
   credentialIdParamsSchema,

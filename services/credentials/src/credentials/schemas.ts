@@ -1,8 +1,7 @@
 import { CREDENTIAL_PROVIDERS, type CredentialProvider } from '@app/contracts';
-import { issueKey } from '@app/platform';
+import { booleanParam, instantParam, issueKey, listQuerySchema } from '@app/platform';
 import { z } from 'zod';
 import type { $ZodIssue } from 'zod/v4/core';
-import { booleanParam, instantParam, listQuerySchema } from '../http/list.js';
 import { isStrongApiKeySecret } from './secrets.js';
 
 export const CREDENTIAL_TYPES = ['PASSWORD', 'OAUTH', 'API_KEY'] as const;

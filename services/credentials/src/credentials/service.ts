@@ -1,6 +1,5 @@
 import type { CredentialEvent, CredentialProvider, VerifyApiKeyResponse, VerifyPasswordRequest, VerifyPasswordResponse } from '@app/contracts';
-import { forbidden, hasRole, RequestValidationError, type Principal } from '@app/platform';
-import type { Page } from '../http/list.js';
+import { forbidden, hasRole, RequestValidationError, type Page, type Principal } from '@app/platform';
 import { credentialConflict, credentialNotFound, identityMissing, localExists, subjectTaken } from './errors.js';
 import type { IdentityClient } from './identity-client.js';
 import { UniqueViolation, type CredentialRepository, type CredentialRow, type CredentialWrite } from './repository.js';

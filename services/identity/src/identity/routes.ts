@@ -1,6 +1,6 @@
 import { identityLookupRequestSchema, INTERNAL_ROUTES, internalIdentitySchema } from '@app/contracts';
 import { authenticate, forbidden, hasRole, principalOf, problemSchema, type App, type TokenVerifier } from '@app/platform';
-import { listHeadersSchema, pageOf, setPagingHeaders, wantsExactCount } from '../http/list.js';
+import { listHeadersSchema, pageOf, setPagingHeaders, wantsExactCount } from '@app/platform';
 import { identityEmailNotFound, identityNotFound } from './errors.js';
 import {
   createIdentityBodySchema,

@@ -1,6 +1,6 @@
 import { internalIdentitySchema } from '@app/contracts';
+import { booleanParam, instantParam, listQuerySchema } from '@app/platform';
 import { z } from 'zod';
-import { booleanParam, instantParam, listQuerySchema } from '../http/list.js';
 
 /**
  * Emails are compared case-insensitively, as every identity provider does in practice: they

@@ -1,6 +1,5 @@
 import type { IdentityEvent, InternalIdentity } from '@app/contracts';
-import { forbidden, hasRole, type Cache, type Logger, type Principal } from '@app/platform';
-import type { Page } from '../http/list.js';
+import { forbidden, hasRole, type Cache, type Logger, type Page, type Principal } from '@app/platform';
 import { emailTaken, identityEmailNotFound, identityNotFound, privilegedFieldsForbidden } from './errors.js';
 import { UniqueViolation, type IdentityRepository, type IdentityRow } from './repository.js';
 import type { CreateIdentityInput, IdentityFilters, IdentityRecord, UpdateIdentityInput } from './schemas.js';
