@@ -181,3 +181,4 @@ export async function startTokenIssuer(options: { issuer?: string; audience?: st
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
 }
+export * from './directory-double.js';

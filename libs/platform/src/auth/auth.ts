@@ -1,6 +1,7 @@
 import { accessTokenClaimsSchema, type AccessTokenClaims } from '@app/contracts';
 import type { FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify';
 import { createRemoteJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
+import { LRUCache } from 'lru-cache';
 import { AppError } from '../http/errors.js';
 
 /** The authenticated caller of a request. */
@@ -67,6 +68,29 @@ export function createTokenVerifier(options: TokenVerifierOptions, keys?: JWTVer
       } catch {
         throw invalidToken();
       }
+    },
+  };
+}
+
+/**
+ * Remembers tokens `verifier` accepted until their `exp` (never longer), so a hot path pays
+ * for one signature check per token instead of one per request. Bounded: the least recently
+ * used entry goes first. Rejections are not remembered: forged tokens would fill the cache.
+ * Access tokens cannot be revoked before `exp`, so caching them to `exp` changes nothing a
+ * verifier would answer, except that a token is never accepted past its `exp` here, even
+ * within the clock tolerance.
+ */
+export function cachingTokenVerifier(verifier: TokenVerifier, options: { maxEntries: number }): TokenVerifier {
+  if (options.maxEntries === 0) return verifier;
+  const verified = new LRUCache<string, Principal>({ max: options.maxEntries });
+  return {
+    verify: async (token) => {
+      const cached = verified.get(token);
+      if (cached) return cached;
+      const principal = await verifier.verify(token);
+      const ttlMs = principal.claims.exp * 1000 - Date.now();
+      if (ttlMs > 0) verified.set(token, principal, { ttl: ttlMs });
+      return principal;
     },
   };
 }
