@@ -11,11 +11,6 @@ export const INTERNAL_ROUTES = {
   verifyApiKey: '/internal/v1/credentials/verify-api-key',
   /** identity: `POST { email }` or `{ id }` -> the identity (200) or 404, for sso's grants. */
   identityLookup: '/internal/v1/identities/lookup',
-  /**
-   * identity: `POST { name, email, roles }` -> 201 the identity, or 422 when the email is
-   * taken. Lets sso create the bootstrap admin, whose `admin` role no public route may grant.
-   */
-  identityCreate: '/internal/v1/identities',
 } as const;
 
 export const verifyPasswordRequestSchema = z.union([
@@ -42,12 +37,6 @@ export const identityLookupRequestSchema = z.union([
   z.strictObject({ id: z.uuid() }),
 ]);
 
-export const identityCreateRequestSchema = z.strictObject({
-  name: z.string().min(1).max(200),
-  email: z.email().max(320),
-  roles: z.array(z.string().min(1).max(64)).max(20),
-});
-
 /** An identity as another service sees it. */
 export const internalIdentitySchema = z.object({
   id: z.uuid(),
@@ -61,4 +50,3 @@ export type VerifyPasswordRequest = z.infer<typeof verifyPasswordRequestSchema>;
 export type VerifyPasswordResponse = z.infer<typeof verifyPasswordResponseSchema>;
 export type VerifyApiKeyResponse = z.infer<typeof verifyApiKeyResponseSchema>;
 export type InternalIdentity = z.infer<typeof internalIdentitySchema>;
-export type IdentityCreateRequest = z.infer<typeof identityCreateRequestSchema>;

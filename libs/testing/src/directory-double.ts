@@ -6,7 +6,7 @@ import { createTokenVerifier } from '@app/platform';
 
 /**
  * A stand-in for the identity and credentials services' *contracts* (the internal routes in
- * @app/contracts and the credential create route), over real HTTP and demanding a real
+ * @app/contracts and the identity and credential create routes), over real HTTP and demanding a real
  * `system` token checked against a JWKS. It lets sso's suites run without the argon2 cost and
  * in isolation; end-to-end suites use the real services.
  */
@@ -62,17 +62,18 @@ export async function startDirectoryDouble(options: { jwksUrl: string; issuer: s
       const identity = body.email ? byEmail(body.email) : identities.get(body.id ?? '');
       return identity ? [200, identity] : [404];
     },
-    [INTERNAL_ROUTES.identityCreate]: (body) => {
+    // identity's public create route, as a system token may use it (roles included).
+    '/api/v1/identity': (body) => {
       if (byEmail(body.email ?? '')) return [422];
       const identity = { id: randomUUID(), name: body.name ?? '', email: body.email ?? '', roles: (body.roles as unknown as string[]) ?? [], activated: true };
       identities.set(identity.id, identity);
-      return [201, identity];
+      return [201, [identity]];
     },
     '/api/v1/credentials': (body) => {
-      if (!identities.has(body.identityId ?? '')) return [422];
+      if (!identities.has(body.identity_id ?? '')) return [422];
       if (body.provider !== 'LOCAL' || !body.secret) return [400];
-      if (passwords.has(body.identityId!)) return [422];
-      passwords.set(body.identityId!, body.secret);
+      if (passwords.has(body.identity_id!)) return [422];
+      passwords.set(body.identity_id!, body.secret);
       return [201, { id: randomUUID() }];
     },
   };

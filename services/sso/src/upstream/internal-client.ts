@@ -3,12 +3,11 @@ import {
   internalIdentitySchema,
   verifyApiKeyResponseSchema,
   verifyPasswordResponseSchema,
-  type IdentityCreateRequest,
   type InternalIdentity,
   type VerifyApiKeyResponse,
   type VerifyPasswordResponse,
 } from '@app/contracts';
-import type { z } from 'zod';
+import { z } from 'zod';
 
 /** identity or credentials did not answer as their contract says (down, timed out, or a 5xx). */
 export class UpstreamError extends Error {
@@ -18,12 +17,23 @@ export class UpstreamError extends Error {
   }
 }
 
-/** Path of the credentials service's public create route, used with a system token. */
+/** identity's public create route: with a system token it may set roles (the bootstrap admin's). */
+export const IDENTITY_PATH = '/api/v1/identity';
+/** credentials' public create route, which takes admin or system tokens only. */
 export const CREDENTIALS_PATH = '/api/v1/credentials';
+
+export interface IdentityCreateRequest {
+  name: string;
+  email: string;
+  roles: string[];
+}
+
+/** Read and create answers are arrays of records (DESIGN.md); extra fields are ignored. */
+const createdIdentitySchema = z.array(internalIdentitySchema).length(1).transform((records) => records[0]!);
 
 /**
  * sso's client of the identity and credentials services: their internal routes (system token
- * only, never routed by the gateway) and the credential create route for the bootstrap admin.
+ * only, never routed by the gateway), and their public create routes for the bootstrap admin.
  */
 export interface UpstreamClient {
   verifyPassword(email: string, password: string): Promise<VerifyPasswordResponse>;
@@ -78,13 +88,13 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
     lookupIdentity: async (query) =>
       (await call('identity', options.identityUrl, INTERNAL_ROUTES.identityLookup, query, internalIdentitySchema, [200, 404])).data,
     createIdentity: async (input) =>
-      (await call('identity', options.identityUrl, INTERNAL_ROUTES.identityCreate, input, internalIdentitySchema, [201, 422])).data,
+      (await call('identity', options.identityUrl, IDENTITY_PATH, input, createdIdentitySchema, [201, 422])).data,
     createLocalCredential: async (identityId, password) => {
       const { status } = await call(
         'credentials',
         options.credentialsUrl,
         CREDENTIALS_PATH,
-        { identityId, provider: 'LOCAL', secret: password },
+        { identity_id: identityId, provider: 'LOCAL', secret: password },
         internalIdentitySchema.pick({ id: true }),
         [201, 422],
       );
