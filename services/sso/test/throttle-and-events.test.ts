@@ -1,15 +1,18 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { testModes } from '@app/testing';
 import { hashRefreshToken } from '../src/tokens/service.js';
 import { ADDRESS_LIMIT, PAIR_LIMIT, USERNAME_LIMIT } from '../src/tokens/throttle.js';
 import { PASSWORD, startSso, type SsoUnderTest } from './support.js';
+
+// Suites start real servers; jest's projects mode ignores the preset's testTimeout.
+jest.setTimeout(30_000);
 
 describe.each(testModes())('failed-login throttling (%s)', (mode) => {
   let sso: SsoUnderTest;
   beforeAll(async () => {
     sso = await startSso(mode);
   });
-  afterAll(() => sso.close());
+  afterAll(() => sso.close(), 30_000);
 
   // The peer is loopback, which TRUST_PROXY trusts as the gateway: its X-Forwarded-For names the client.
   const from = (address: string) => ({ 'x-forwarded-for': address });
@@ -69,7 +72,7 @@ describe.each(testModes())('credential events (%s)', (mode) => {
   beforeAll(async () => {
     sso = await startSso(mode);
   });
-  afterAll(() => sso.close());
+  afterAll(() => sso.close(), 30_000);
 
   const signIn = async (email: string) => String((await sso.token({ grant_type: 'password', username: email, password: PASSWORD })).body.refresh_token);
   const refreshUntilRefused = async (token: string) => {
