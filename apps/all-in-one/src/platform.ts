@@ -1,5 +1,7 @@
+import { credentialsService } from '@app/credentials';
 import { buildApp as buildGateway, routingTable } from '@app/gateway';
 import { healthService } from '@app/health';
+import { identityService } from '@app/identity';
 import { ssoService } from '@app/sso';
 import { createServer } from 'node:net';
 import {
@@ -18,6 +20,8 @@ import {
 
 /** The domain services this build can run, by name. */
 const DOMAIN_DEFINITIONS: Partial<Record<ServiceName, ServiceDefinition>> = {
+  identity: identityService,
+  credentials: credentialsService,
   sso: ssoService,
 };
 

@@ -47,7 +47,7 @@ export type ServiceName = keyof typeof DEFAULT_PORTS;
  * The domain services behind the gateway, in start order. The gateway routes to them and the
  * health service reports on them; `PLATFORM_SERVICES` narrows the list for a deployment.
  */
-export const DOMAIN_SERVICES: readonly ServiceName[] = ['sso'];
+export const DOMAIN_SERVICES: readonly ServiceName[] = ['identity', 'credentials', 'sso'];
 
 const configSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
@@ -140,6 +140,21 @@ const configSchema = z.object({
   BOOTSTRAP_ADMIN_PASSWORD: z.string().min(12, { error: 'expected a password of at least 12 characters' }).max(1024).optional(),
   /** Set by the all-in-one launcher: enables development defaults such as a generated admin. */
   ALL_IN_ONE: z.stringbool({ error: 'expected true or false' }).default(false),
+  /**
+   * argon2id cost of LOCAL password hashes. The defaults are OWASP's second recommended
+   * configuration (m=19 MiB, t=2, p=1); a weaker setting than OWASP's table is refused
+   * below. Raising them is safe at any time: stored hashes are upgraded when their owner
+   * next signs in (rehash on a successful verify).
+   */
+  ARGON2_MEMORY_KIB: positiveInt('a memory cost in KiB').default(19_456),
+  ARGON2_TIME_COST: positiveInt('a number of argon2 passes, at least 1').default(2),
+  ARGON2_PARALLELISM: positiveInt('a number of argon2 lanes, at least 1').default(1),
+  /**
+   * argon2 hashes run on libuv's thread pool (4 threads unless UV_THREADPOOL_SIZE says
+   * otherwise), which WebCrypto (every JWT check), fs and dns share. At most this many run at
+   * once, so a burst of sign-ins queues behind itself instead of stalling every token check.
+   */
+  ARGON2_CONCURRENCY: positiveInt('a number of concurrent argon2 hashes, at least 1').default(2),
 
   /** Largest request body a service accepts (bytes). */
   BODY_LIMIT: positiveInt('a size in bytes').default(1_048_576),
@@ -147,12 +162,21 @@ const configSchema = z.object({
   UPSTREAM_TIMEOUT_MS: positiveInt('a duration in milliseconds').default(10_000),
   /** How long a draining process waits for in-flight requests before it exits anyway. */
   SHUTDOWN_TIMEOUT_MS: positiveInt('a duration in milliseconds').default(10_000),
-});
-
-const checkedConfigSchema = configSchema.superRefine((config, context) => {
+}).superRefine((config, ctx) => {
+  // OWASP's argon2id table trades memory for passes: 47104x1, 19456x2, 12288x3, 9216x4,
+  // 7168x5 KiB. Every row spends at least 35840 KiB-passes with at least 7 MiB of memory.
+  if (config.ARGON2_MEMORY_KIB < 7_168 || config.ARGON2_MEMORY_KIB * config.ARGON2_TIME_COST < 35_840) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['ARGON2_MEMORY_KIB'],
+      message:
+        'expected argon2id costs at or above OWASP\'s minimum: ARGON2_MEMORY_KIB >= 7168 and ' +
+        'ARGON2_MEMORY_KIB x ARGON2_TIME_COST >= 35840 (e.g. 19456 with ARGON2_TIME_COST=2)',
+    });
+  }
   if ((config.BOOTSTRAP_ADMIN_EMAIL === undefined) !== (config.BOOTSTRAP_ADMIN_PASSWORD === undefined)) {
     const missing = config.BOOTSTRAP_ADMIN_EMAIL === undefined ? 'BOOTSTRAP_ADMIN_EMAIL' : 'BOOTSTRAP_ADMIN_PASSWORD';
-    context.addIssue({ code: 'custom', path: [missing], message: 'expected BOOTSTRAP_ADMIN_EMAIL and BOOTSTRAP_ADMIN_PASSWORD together' });
+    ctx.addIssue({ code: 'custom', path: [missing], message: 'expected BOOTSTRAP_ADMIN_EMAIL and BOOTSTRAP_ADMIN_PASSWORD together' });
   }
 });
 
@@ -180,7 +204,7 @@ export class ConfigError extends Error {
  */
 export function loadConfig(env: Env = process.env): PlatformConfig {
   const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== ''));
-  const result = checkedConfigSchema.safeParse(present);
+  const result = configSchema.safeParse(present);
   if (result.success) return result.data;
   throw new ConfigError(
     result.error.issues.map((issue) => {

@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import { createLocalBus } from './bus/local-bus.js';
 import { createNatsBus } from './bus/nats-bus.js';
 import type { Bus } from './bus/bus.js';
@@ -11,7 +12,6 @@ import { openPGlite } from './db/pglite.js';
 import { openPostgres } from './db/postgres.js';
 import type { App } from './http/app.js';
 import { createLogger, type Logger } from './logger.js';
-import { join } from 'node:path';
 
 /** What a service is built from: typed config and the adapters behind the ports. */
 export interface Dependencies {

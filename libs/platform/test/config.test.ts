@@ -45,4 +45,12 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ PORT: '70000' })).toThrow('PORT: expected a port number from 0 to 65535, got "70000"');
     expect(() => loadConfig({ PLATFORM_SERVICES: 'crud,billing' })).toThrow(/PLATFORM_SERVICES: expected one of "gateway"/);
   });
+
+  it('defaults argon2id to OWASP costs and refuses weaker ones, naming the variable', () => {
+    expect(loadConfig({})).toMatchObject({ ARGON2_MEMORY_KIB: 19_456, ARGON2_TIME_COST: 2, ARGON2_PARALLELISM: 1, ARGON2_CONCURRENCY: 2 });
+    expect(loadConfig({ ARGON2_MEMORY_KIB: '12288', ARGON2_TIME_COST: '3' }).ARGON2_MEMORY_KIB).toBe(12_288);
+    for (const env of [{ ARGON2_MEMORY_KIB: '4096', ARGON2_TIME_COST: '10' }, { ARGON2_MEMORY_KIB: '19456', ARGON2_TIME_COST: '1' }]) {
+      expect(() => loadConfig(env)).toThrow(/ARGON2_MEMORY_KIB: expected argon2id costs at or above OWASP's minimum/);
+    }
+  });
 });

@@ -2,7 +2,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
-import { createServer as createNetServer } from 'node:net';
+import { connect, createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import {
   createLocalBus,
@@ -181,4 +181,61 @@ export async function startTokenIssuer(options: { issuer?: string; audience?: st
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
 }
+
+/**
+ * A TCP proxy on loopback in front of a real server, which a test can close and reopen on
+ * the same port: the server "goes away" for the client without stopping the shared server.
+ */
+export async function startTcpProxy(target: { host: string; port: number }): Promise<{ port: number; stop(): Promise<void>; start(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  let server: NetServer | undefined;
+  let port = 0;
+  const start = async () => {
+    if (server) return;
+    server = createNetServer((client) => {
+      const upstream = connect(target.port, target.host);
+      sockets.add(client);
+      sockets.add(upstream);
+      const drop = () => {
+        client.destroy();
+        upstream.destroy();
+        sockets.delete(client);
+        sockets.delete(upstream);
+      };
+      client.on('error', drop).on('close', drop);
+      upstream.on('error', drop).on('close', drop);
+      client.pipe(upstream).pipe(client);
+    });
+    await new Promise<void>((resolve, reject) => server!.once('error', reject).listen(port, '127.0.0.1', resolve));
+    port = (server.address() as AddressInfo).port;
+  };
+  const stop = async () => {
+    for (const socket of sockets) socket.destroy();
+    sockets.clear();
+    await new Promise((resolve) => (server ? server.close(resolve) : resolve(undefined)));
+    server = undefined;
+  };
+  await start();
+  return { port, stop, start };
+}
+
+/** Polls `probe` until it returns true or the timeout passes; returns the last result. */
+export async function eventually(probe: () => Promise<boolean>, timeoutMs = 10_000, intervalMs = 100): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await probe()) return true;
+    if (Date.now() > deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
+
+/** A parsed JSON body as tests inspect it: any shape, checked by the assertions themselves. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- assertions, not types, check the shape
+export type Json = Record<string, any>;
+
+export async function readJson(response: Response): Promise<Json> {
+  return (await response.json()) as Json;
+}
+
 export * from './directory-double.js';
+export * from './independent-jws.js';

@@ -1,4 +1,4 @@
-import { createApp, RELEASE_VERSION, type App, type Logger, type PlatformConfig, type TokenVerifier } from '@app/platform';
+import { createApp, RELEASE_VERSION, sendProblem, type App, type Logger, type PlatformConfig, type TokenVerifier } from '@app/platform';
 import { registerDocs } from './docs.js';
 import { edgeVerifier, registerEdgeAuth } from './edge-auth.js';
 import { registerProxies } from './proxy.js';
@@ -23,7 +23,6 @@ export async function buildApp(deps: GatewayDependencies, options: GatewayOption
     logger: deps.logger,
     bodyLimit: deps.config.BODY_LIMIT,
   });
-  registerEdgeAuth(app, options.verifier ?? edgeVerifier(deps.config));
   app.get('/health/liveness', { schema: { hide: true } }, async () => ({
     status: 'active',
     service: 'gateway',
@@ -38,6 +37,20 @@ export async function buildApp(deps: GatewayDependencies, options: GatewayOption
     date: new Date().toISOString(),
     dependencies: {},
   }));
+  // Proxied bodies stream through unparsed, so the edge enforces the declared size itself.
+  app.addHook('onRequest', async (request, reply) => {
+    const length = Number(request.headers['content-length'] ?? 0);
+    if (length > deps.config.BODY_LIMIT) {
+      reply.header('connection', 'close');
+      return sendProblem(request, reply, {
+        status: 413,
+        code: 'BODY_TOO_LARGE',
+        messageKey: 'error.bodyTooLarge',
+        params: { limit: deps.config.BODY_LIMIT },
+      });
+    }
+  });
+  registerEdgeAuth(app, options.verifier ?? edgeVerifier(deps.config));
   await registerProxies(app, { routes: options.routes, timeoutMs: deps.config.UPSTREAM_TIMEOUT_MS });
   await registerDocs(
     app,

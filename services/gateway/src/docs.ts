@@ -33,7 +33,11 @@ export function mergeDocuments(base: OpenApiDocument, parts: { service: string; 
       continue;
     }
     Object.assign(merged.paths!, document.paths);
-    for (const tag of document.tags ?? []) {
+    // Tags used by operations but not declared still get an entry, so the UI groups by them.
+    const used = Object.values(document.paths ?? {}).flatMap((item) =>
+      Object.values(item as Record<string, { tags?: string[] }>).flatMap((operation) => operation?.tags ?? []),
+    );
+    for (const tag of [...(document.tags ?? []), ...used.map((name) => ({ name }))]) {
       if (!merged.tags!.some((known) => known.name === tag.name)) merged.tags!.push(tag);
     }
     for (const [kind, entries] of Object.entries(document.components ?? {})) {

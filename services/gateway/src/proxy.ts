@@ -50,6 +50,8 @@ export async function registerProxies(app: App, options: ProxyOptions): Promise<
       upstream: route.url,
       prefix: route.prefix,
       rewritePrefix: route.prefix,
+      // Fastify already logs each request and its answer; two more lines per hop only cost.
+      disableRequestLogging: true,
       undici: { connections: 128, pipelining: 1, headersTimeout: options.timeoutMs, bodyTimeout: options.timeoutMs },
       replyOptions: {
         rewriteRequestHeaders: (request, headers) => ({

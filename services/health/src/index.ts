@@ -14,7 +14,10 @@ export const healthService: ServiceDefinition = {
       sso: deps.config.SSO_URL,
       crud: deps.config.CRUD_URL,
     };
-    const services = Object.fromEntries(deps.config.PLATFORM_SERVICES.map((name) => [name, urls[name] ?? '']));
+    // Health reports on the domain services; itself and the gateway are not in its map.
+    const services = Object.fromEntries(
+      deps.config.PLATFORM_SERVICES.filter((name) => name in urls).map((name) => [name, urls[name]!]),
+    );
     return buildApp(deps, { services });
   },
 };

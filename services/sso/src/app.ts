@@ -4,8 +4,8 @@ import {
   createTokenVerifier,
   databaseCheck,
   healthRoutes,
-  jwksUrlOf,
   RELEASE_VERSION,
+  tokenVerifierOptions,
   type App,
   type Dependencies,
 } from '@app/platform';
@@ -79,15 +79,7 @@ export async function buildApp(deps: Dependencies, options: SsoAppOptions = {}):
     refreshTokenTtlSeconds: config.REFRESH_TOKEN_TTL_SECONDS,
   });
   // sso checks its own tokens against its own key table: no HTTP round trip to itself.
-  const verifier = createTokenVerifier(
-    {
-      jwksUrl: jwksUrlOf(config),
-      issuer: config.JWT_ISSUER,
-      audience: config.JWT_AUDIENCE,
-      clockToleranceSeconds: config.JWT_CLOCK_TOLERANCE_SECONDS,
-    },
-    keys.verificationKeys,
-  );
+  const verifier = createTokenVerifier(tokenVerifierOptions(config), keys.verificationKeys);
 
   const app = await createApp({
     name: 'sso',

@@ -2,6 +2,7 @@ import { accessTokenClaimsSchema, type AccessTokenClaims } from '@app/contracts'
 import type { FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify';
 import { createRemoteJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import { LRUCache } from 'lru-cache';
+import { jwksUrlOf, type PlatformConfig } from '../config.js';
 import { AppError } from '../http/errors.js';
 
 /** The authenticated caller of a request. */
@@ -22,6 +23,21 @@ export interface TokenVerifierOptions {
   cooldownMs?: number;
   /** Keys are refetched at least this often even when every `kid` is known. */
   cacheMaxAgeMs?: number;
+}
+
+/**
+ * The verifier options a deployment configures: sso's JWKS, issuer, audience, clock tolerance
+ * and JWKS cooldown. Every verifier must use the configured cooldown, because sso publishes a
+ * new key SSO_KEY_ACTIVATION_DELAY_SECONDS (longer than the cooldown) before signing with it.
+ */
+export function tokenVerifierOptions(config: PlatformConfig): TokenVerifierOptions {
+  return {
+    jwksUrl: jwksUrlOf(config),
+    issuer: config.JWT_ISSUER,
+    audience: config.JWT_AUDIENCE,
+    clockToleranceSeconds: config.JWT_CLOCK_TOLERANCE_SECONDS,
+    cooldownMs: config.JWKS_COOLDOWN_SECONDS * 1000,
+  };
 }
 
 /** Only sso's algorithm. Pinning it rules out `none` and HS256-with-the-public-key forgeries. */

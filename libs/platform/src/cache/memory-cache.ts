@@ -9,10 +9,12 @@ export interface MemoryCacheOptions {
 /** The in-process cache of the all-in-one default: an LRU with per-entry TTLs. */
 export function createMemoryCache(options: MemoryCacheOptions): Cache {
   const entries = new LRUCache<string, string>({ max: options.maxEntries });
+  /** Rate-limit windows: their count and when they reset, on the wall clock. */
+  const windows = new LRUCache<string, { count: number; resetAt: number }>({ max: options.maxEntries });
   /** Adds one to a counter, keeping the TTL it was created with. */
-  const increment = (key: string, ttlSeconds = 0) => {
+  const increment = (key: string) => {
     const value = Number(entries.get(key) ?? 0) + 1;
-    entries.set(key, String(value), { ttl: ttlSeconds * 1000, noUpdateTTL: true });
+    entries.set(key, String(value), { noUpdateTTL: true });
     return value;
   };
   return {
@@ -26,12 +28,17 @@ export function createMemoryCache(options: MemoryCacheOptions): Cache {
     },
     increment: async (key) => increment(key),
     hit: async (key, windowSeconds) => {
-      const count = increment(key, windowSeconds);
-      return { count, resetSeconds: Math.max(1, Math.ceil(entries.getRemainingTTL(key) / 1000)) };
+      const now = Date.now();
+      const current = windows.get(key);
+      const window = current && current.resetAt > now ? current : { count: 0, resetAt: now + windowSeconds * 1000 };
+      window.count += 1;
+      windows.set(key, window);
+      return { count: window.count, resetSeconds: Math.max(1, Math.ceil((window.resetAt - now) / 1000)) };
     },
     ping: async () => ({ version: 'memory' }),
     close: async () => {
       entries.clear();
+      windows.clear();
     },
   };
 }

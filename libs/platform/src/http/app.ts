@@ -92,6 +92,15 @@ export async function createApp(options: AppOptions): Promise<App> {
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
+  // close() only drops connections idle at that moment; one busy then would be kept alive
+  // after its response and hold the close open. Responses sent while closing end theirs.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onSend', async (_request, reply) => {
+    if (closing) reply.header('connection', 'close');
+  });
 
   await app.register(swagger, {
     openapi: {

@@ -1,0 +1,142 @@
+import { randomUUID } from 'node:crypto';
+import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import { createLocalBus, createNatsBus, subjectMatches, type Bus, type BusMessage } from '@app/platform';
+import { REAL, silentLogger } from '@app/testing';
+
+/** Resolves once `count` messages arrived (or rejects after the timeout). */
+function collector(count: number, timeoutMs = 5_000) {
+  const received: BusMessage[] = [];
+  let done!: () => void;
+  const finished = new Promise<void>((resolve, reject) => {
+    done = resolve;
+    setTimeout(() => reject(new Error(`received ${received.length} of ${count} messages`)), timeoutMs).unref();
+  });
+  // A test that expects nothing never awaits this; its timeout must not become an unhandled rejection.
+  finished.catch(() => undefined);
+  return {
+    received,
+    finished,
+    handler: async (message: BusMessage) => {
+      received.push(message);
+      if (received.length >= count) done();
+    },
+  };
+}
+
+const settle = (ms = 300) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The contract every bus adapter passes: what services may rely on when they publish or consume. */
+function busContract(name: string, open: () => Promise<Bus>) {
+  describe(`${name} bus`, () => {
+    let bus: Bus;
+    beforeEach(async () => {
+      bus = await open();
+    });
+    afterEach(async () => {
+      await bus.close();
+    });
+
+    it('delivers a published event with its subject, id and data', async () => {
+      const inbox = collector(1);
+      await bus.subscribe('identity.created', inbox.handler, { group: 'test' });
+      await bus.publish('identity.created', { identityId: 'x', n: 1 }, { id: 'event-1' });
+      await inbox.finished;
+      expect(inbox.received[0]).toEqual({ subject: 'identity.created', id: 'event-1', data: { identityId: 'x', n: 1 }, attempt: 1 });
+    });
+
+    it('matches NATS wildcards', async () => {
+      const all = collector(2);
+      const one = collector(1);
+      await bus.subscribe('credential.>', all.handler, { group: 'all' });
+      await bus.subscribe('credential.*', one.handler, { group: 'one' });
+      await bus.publish('credential.revoked', { a: 1 });
+      await bus.publish('credential.updated.secret', { b: 2 });
+      await Promise.all([all.finished, one.finished]);
+      expect(all.received.map((m) => m.subject).sort()).toEqual(['credential.revoked', 'credential.updated.secret']);
+      expect(one.received.map((m) => m.subject)).toEqual(['credential.revoked']);
+    });
+
+    it('gives each event to one subscriber of a group and to every group', async () => {
+      const a = collector(1);
+      const b = collector(1);
+      const other = collector(4);
+      await bus.subscribe('crud.>', a.handler, { group: 'workers' });
+      await bus.subscribe('crud.>', b.handler, { group: 'workers' });
+      await bus.subscribe('crud.>', other.handler, { group: 'audit' });
+      for (let i = 0; i < 4; i++) await bus.publish('crud.product.created', { i });
+      await other.finished;
+      await settle();
+      expect(a.received.length + b.received.length).toBe(4);
+    });
+
+    it('delivers again, with a higher attempt, when a handler fails', async () => {
+      const attempts: number[] = [];
+      const done = collector(1);
+      await bus.subscribe(
+        'sso.retry',
+        async (message) => {
+          attempts.push(message.attempt);
+          if (message.attempt < 2) throw new Error('transient');
+          await done.handler(message);
+        },
+        { group: 'retry' },
+      );
+      await bus.publish('sso.retry', { ok: true });
+      await done.finished;
+      expect(attempts).toEqual([1, 2]);
+    });
+
+    it('stops delivering after unsubscribe', async () => {
+      const inbox = collector(1);
+      const subscription = await bus.subscribe('identity.updated', inbox.handler, { group: 'gone' });
+      await subscription.unsubscribe();
+      await bus.publish('identity.updated', {});
+      await settle();
+      expect(inbox.received).toEqual([]);
+    });
+
+    it('answers a ping while open', async () => {
+      await expect(bus.ping()).resolves.toBeUndefined();
+    });
+  });
+}
+
+busContract('local', async () => createLocalBus({ logger: silentLogger() }));
+
+if (REAL.natsUrl) {
+  const servers = REAL.natsUrl;
+  busContract('nats', () =>
+    createNatsBus({ servers, logger: silentLogger(), stream: `TEST_${randomUUID().slice(0, 8).toUpperCase()}`, deleteStreamOnClose: true }),
+  );
+
+  describe('nats bus durability', () => {
+    it('keeps events for a group while its subscriber is away', async () => {
+      const stream = `TEST_${randomUUID().slice(0, 8).toUpperCase()}`;
+      const first = await createNatsBus({ servers, logger: silentLogger(), stream });
+      const gone = await first.subscribe('credential.revoked', async () => undefined, { group: 'sso' });
+      await gone.unsubscribe();
+      await first.publish('credential.revoked', { while: 'away' });
+      await first.close();
+      const second = await createNatsBus({ servers, logger: silentLogger(), stream, deleteStreamOnClose: true });
+      const inbox = collector(1);
+      await second.subscribe('credential.revoked', inbox.handler, { group: 'sso' });
+      await inbox.finished;
+      expect(inbox.received[0]?.data).toEqual({ while: 'away' });
+      await second.close();
+    });
+  });
+}
+
+describe('subjectMatches', () => {
+  it.each([
+    ['a.b', 'a.b', true],
+    ['a.*', 'a.b', true],
+    ['a.*', 'a.b.c', false],
+    ['a.>', 'a.b.c', true],
+    ['a.>', 'a', false],
+    ['*.b', 'a.b', true],
+    ['a.b', 'a.c', false],
+  ])('%s against %s is %s', (pattern, subject, expected) => {
+    expect(subjectMatches(pattern, subject)).toBe(expected);
+  });
+});

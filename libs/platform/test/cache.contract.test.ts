@@ -1,0 +1,86 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { createMemoryCache, createRedisCache, type Cache } from '@app/platform';
+import { REAL, silentLogger } from '@app/testing';
+
+/** The contract every cache adapter passes; the crud kit and sso rely on exactly this. */
+function cacheContract(name: string, open: () => Promise<Cache>) {
+  describe(`${name} cache`, () => {
+    let cache: Cache;
+    const key = (suffix: string) => `contract:${randomUUID()}:${suffix}`;
+    beforeAll(async () => {
+      cache = await open();
+    });
+    afterAll(async () => {
+      await cache.close();
+    });
+
+    it('returns null for a key never set', async () => {
+      expect(await cache.get(key('missing'))).toBeNull();
+    });
+
+    it('returns what was set, until it is deleted', async () => {
+      const k = key('value');
+      await cache.set(k, '{"a":1}', 60);
+      expect(await cache.get(k)).toBe('{"a":1}');
+      await cache.delete(k);
+      expect(await cache.get(k)).toBeNull();
+    });
+
+    it('deletes several keys at once, and accepts none', async () => {
+      const [a, b] = [key('a'), key('b')];
+      await cache.set(a, '1', 60);
+      await cache.set(b, '2', 60);
+      await cache.delete(a, b);
+      await cache.delete();
+      expect([await cache.get(a), await cache.get(b)]).toEqual([null, null]);
+    });
+
+    it('expires a value after its TTL', async () => {
+      const k = key('ttl');
+      await cache.set(k, 'soon gone', 1);
+      await new Promise((resolve) => setTimeout(resolve, 1_200));
+      expect(await cache.get(k)).toBeNull();
+    });
+
+    it('increments a counter atomically under concurrency', async () => {
+      const k = key('counter');
+      const values = await Promise.all(Array.from({ length: 20 }, () => cache.increment(k)));
+      expect(values.sort((x, y) => x - y)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+      expect(await cache.get(k)).toBe('20');
+    });
+
+    it('counts hits in a window that resets', async () => {
+      const k = key('window');
+      const first = await cache.hit(k, 2);
+      expect(first.count).toBe(1);
+      expect(first.resetSeconds).toBe(2);
+      expect((await cache.hit(k, 2)).count).toBe(2);
+      await new Promise((resolve) => setTimeout(resolve, 2_300));
+      expect((await cache.hit(k, 2)).count).toBe(1);
+    });
+
+    it('answers a ping with its version', async () => {
+      const { version } = await cache.ping();
+      expect(version).toMatch(name === 'memory' ? /^memory$/ : /^\d+\.\d+/);
+    });
+  });
+}
+
+cacheContract('memory', async () => createMemoryCache({ maxEntries: 1_000 }));
+
+if (REAL.redisUrl) {
+  const redisUrl = REAL.redisUrl;
+  cacheContract('redis', () => createRedisCache({ url: redisUrl, logger: silentLogger(), keyPrefix: `test:${randomUUID()}:` }));
+}
+
+describe('memory cache', () => {
+  it('evicts the least recently used entry beyond its size', async () => {
+    const cache = createMemoryCache({ maxEntries: 2 });
+    await cache.set('a', '1', 60);
+    await cache.set('b', '2', 60);
+    await cache.get('a');
+    await cache.set('c', '3', 60);
+    expect([await cache.get('a'), await cache.get('b'), await cache.get('c')]).toEqual(['1', null, '3']);
+  });
+});

@@ -1,0 +1,50 @@
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from '@jest/globals';
+import { DataDirectoryInUseError, openPGlite } from '@app/platform';
+import { silentLogger } from '@app/testing';
+
+describe('embedded database (PGlite)', () => {
+  it('persists data across a close and a reopen', async () => {
+    const dataDir = join(await mkdtemp(join(tmpdir(), 'pglite-')), 'db');
+    const first = await openPGlite({ dataDir, logger: silentLogger() });
+    await first.exec('create table kept (v text); insert into kept values (\'still here\');');
+    await first.close();
+    const second = await openPGlite({ dataDir, logger: silentLogger() });
+    expect(await second.query('select v from kept')).toEqual([{ v: 'still here' }]);
+    expect(await second.version()).toMatch(/^PostgreSQL \d+/);
+    await second.close();
+  }, 60_000);
+
+  it('refuses a data directory another live process owns, naming it', async () => {
+    const dataDir = join(await mkdtemp(join(tmpdir(), 'pglite-')), 'db');
+    const owner = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 30000)']);
+    await writeFile(`${dataDir}.lock`, String(owner.pid));
+    try {
+      const opening = openPGlite({ dataDir, logger: silentLogger() });
+      await expect(opening).rejects.toBeInstanceOf(DataDirectoryInUseError);
+      await expect(opening).rejects.toThrow(`in use by process ${owner.pid}`);
+    } finally {
+      owner.kill();
+    }
+  });
+
+  it('takes over the lock and stale postmaster.pid of a process that died', async () => {
+    const dataDir = join(await mkdtemp(join(tmpdir(), 'pglite-')), 'db');
+    const first = await openPGlite({ dataDir, logger: silentLogger() });
+    await first.close();
+    // What a kill -9 leaves behind: our lock naming a dead pid and PGlite's own pid file.
+    const dead = spawn(process.execPath, ['-e', '']);
+    await new Promise((resolve) => dead.once('exit', resolve));
+    await writeFile(`${dataDir}.lock`, String(dead.pid));
+    await writeFile(join(dataDir, 'postmaster.pid'), '-42\n/pglite/data\n');
+    const reopened = await openPGlite({ dataDir, logger: silentLogger() });
+    expect(await readFile(`${dataDir}.lock`, 'utf8')).toBe(String(process.pid));
+    expect(await reopened.query('select 1 as one')).toEqual([{ one: 1 }]);
+    await reopened.close();
+    expect(existsSync(`${dataDir}.lock`)).toBe(false);
+  }, 60_000);
+});

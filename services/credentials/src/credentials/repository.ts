@@ -1,0 +1,120 @@
+import { createPrismaClient, enqueueEvent, type Database } from '@app/platform';
+import { Prisma, PrismaClient, type Credential } from '../generated/prisma/client.js';
+import type { Page } from '../http/list.js';
+import type { CredentialFilters } from './schemas.js';
+
+/** The Postgres schema this service owns; its outbox table lives there too. */
+export const CREDENTIALS_SCHEMA = 'credentials';
+
+export type CredentialRow = Credential;
+
+/** An event to record in the same transaction as the change it describes. */
+export type EventFor = (row: CredentialRow) => { subject: string; payload: unknown };
+
+export interface CredentialWrite {
+  type?: string;
+  secretHash?: string | null;
+  keyPrefix?: string | null;
+  subject?: string | null;
+  activated?: boolean;
+}
+
+/** A write broke a unique rule: one LOCAL per identity, (provider, subject), key prefix. */
+export class UniqueViolation extends Error {
+  constructor() {
+    super('unique constraint violated');
+    this.name = 'UniqueViolation';
+  }
+}
+
+/** Where credentials are stored. The service depends on this interface, never on Prisma. */
+export interface CredentialRepository {
+  findById(id: string): Promise<CredentialRow | null>;
+  findLocal(identityId: string): Promise<CredentialRow | null>;
+  findByKeyPrefix(prefix: string): Promise<CredentialRow | null>;
+  list(filters: CredentialFilters, page: Page, count: boolean): Promise<{ rows: CredentialRow[]; hasMore: boolean; total?: number }>;
+  create(data: CredentialWrite & { identityId: string; provider: string; type: string }, event: EventFor): Promise<CredentialRow>;
+  update(id: string, data: CredentialWrite, event: EventFor): Promise<CredentialRow | null>;
+  delete(id: string, event: EventFor): Promise<CredentialRow | null>;
+  /** Records a successful use, and a rehashed secret when the argon2 costs changed. No event. */
+  markUsed(id: string, secretHash?: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+const isUniqueViolation = (error: unknown) =>
+  error instanceof Prisma.PrismaClientKnownRequestError && error.code === 'P2002';
+
+const whereOf = ({ identity_id, ...rest }: CredentialFilters): Prisma.CredentialWhereInput => ({
+  ...rest,
+  ...(identity_id !== undefined ? { identityId: identity_id } : {}),
+});
+
+export function createCredentialRepository(database: Database): CredentialRepository {
+  const prisma = createPrismaClient(PrismaClient, database);
+  const translated = async <T>(work: () => Promise<T>): Promise<T> => {
+    try {
+      return await work();
+    } catch (error) {
+      if (isUniqueViolation(error)) throw new UniqueViolation();
+      throw error;
+    }
+  };
+  return {
+    findById: (id) => prisma.credential.findUnique({ where: { id } }),
+    findLocal: (identityId) => prisma.credential.findFirst({ where: { identityId, provider: 'LOCAL' } }),
+    findByKeyPrefix: (keyPrefix) => prisma.credential.findUnique({ where: { keyPrefix } }),
+    list: async (filters, page, count) => {
+      const where = whereOf(filters);
+      const [rows, total] = await Promise.all([
+        prisma.credential.findMany({
+          where,
+          orderBy: [{ [page.sort.field]: page.sort.direction }, { id: page.sort.direction }],
+          skip: page.offset,
+          // One row more than the page tells whether a next page exists without counting.
+          take: page.limit + 1,
+        }),
+        count ? prisma.credential.count({ where }) : Promise.resolve(undefined),
+      ]);
+      return { rows: rows.slice(0, page.limit), hasMore: rows.length > page.limit, total };
+    },
+    create: (data, event) =>
+      translated(() =>
+        prisma.$transaction(async (tx) => {
+          const row = await tx.credential.create({ data });
+          const { subject, payload } = event(row);
+          await enqueueEvent(tx, CREDENTIALS_SCHEMA, subject, payload);
+          return row;
+        }),
+      ),
+    update: (id, data, event) =>
+      translated(() =>
+        prisma.$transaction(async (tx) => {
+          const found = await tx.credential.findUnique({ where: { id }, select: { id: true } });
+          if (!found) return null;
+          const row = await tx.credential.update({ where: { id }, data });
+          const { subject, payload } = event(row);
+          await enqueueEvent(tx, CREDENTIALS_SCHEMA, subject, payload);
+          return row;
+        }),
+      ),
+    delete: (id, event) =>
+      prisma.$transaction(async (tx) => {
+        const found = await tx.credential.findUnique({ where: { id } });
+        if (!found) return null;
+        await tx.credential.delete({ where: { id } });
+        const { subject, payload } = event(found);
+        await enqueueEvent(tx, CREDENTIALS_SCHEMA, subject, payload);
+        return found;
+      }),
+    markUsed: async (id, secretHash) => {
+      // Raw SQL so a use moves lastUsedAt without touching updatedAt (Prisma's @updatedAt
+      // would); a credential revoked meanwhile simply matches no row.
+      await prisma.$executeRawUnsafe(
+        `update "credentials"."credential" set last_used_at = now(), secret_hash = coalesce($2, secret_hash) where id = $1::uuid`,
+        id,
+        secretHash ?? null,
+      );
+    },
+    close: () => prisma.$disconnect(),
+  };
+}

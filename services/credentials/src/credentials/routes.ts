@@ -1,0 +1,175 @@
+import {
+  INTERNAL_ROUTES,
+  verifyApiKeyRequestSchema,
+  verifyApiKeyResponseSchema,
+  verifyPasswordRequestSchema,
+  verifyPasswordResponseSchema,
+} from '@app/contracts';
+import { authenticate, forbidden, hasRole, principalOf, problemSchema, type App, type TokenVerifier } from '@app/platform';
+import type { FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { listHeadersSchema, pageOf, setPagingHeaders, wantsExactCount } from '../http/list.js';
+import {
+  createCredentialBodySchema,
+  credentialIdParamsSchema,
+  credentialListSchema,
+  credentialWithKeyListSchema,
+  listCredentialsQuerySchema,
+  updateCredentialBodySchema,
+} from './schemas.js';
+import type { Caller, CredentialService } from './service.js';
+
+export const CREDENTIALS_PREFIX = '/api/v1/credentials';
+
+const TAGS = ['Credentials'];
+const security = [{ bearerAuth: [] }];
+const errors = {
+  400: problemSchema,
+  401: problemSchema,
+  403: problemSchema,
+  404: problemSchema,
+  422: problemSchema,
+  500: problemSchema,
+  503: problemSchema,
+};
+
+export interface CredentialRoutesOptions {
+  service: CredentialService;
+  verifier: TokenVerifier;
+}
+
+const callerOf = (request: FastifyRequest): Caller => ({
+  principal: principalOf(request),
+  authorization: request.headers.authorization ?? '',
+});
+
+/**
+ * The public credentials API (under CREDENTIALS_PREFIX, routed by the gateway). The token is
+ * checked before the body is read, so an anonymous caller learns nothing from validation.
+ */
+export async function credentialRoutes(app: App, options: CredentialRoutesOptions): Promise<void> {
+  const { service } = options;
+  app.addHook('onRequest', authenticate(options.verifier));
+
+  app.post(
+    '/',
+    {
+      // Only admins and system tokens create credentials: answer 403 before looking at the body.
+      preValidation: async (request) => {
+        const principal = principalOf(request);
+        if (!hasRole(principal, 'admin') && !hasRole(principal, 'system')) throw forbidden();
+      },
+      schema: {
+        tags: TAGS,
+        summary: 'Create a credential (admin or system token); an API key is returned once, here',
+        security,
+        body: createCredentialBodySchema,
+        response: { 201: credentialWithKeyListSchema, ...errors },
+      },
+    },
+    async (request, reply) => reply.code(201).send([await service.create(request.body, callerOf(request))]),
+  );
+
+  app.get(
+    '/',
+    {
+      schema: {
+        tags: TAGS,
+        summary: 'List credentials (admins and system tokens see all, an identity its own)',
+        security,
+        querystring: listCredentialsQuerySchema,
+        headers: listHeadersSchema,
+        response: { 200: credentialListSchema, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const { page, filters } = pageOf(request.query);
+      const result = await service.list(filters, page, wantsExactCount(request), principalOf(request));
+      setPagingHeaders(request, reply, page, { returned: result.records.length, hasMore: result.hasMore, total: result.total });
+      return result.records;
+    },
+  );
+
+  app.get(
+    '/:id',
+    {
+      schema: {
+        tags: TAGS,
+        summary: 'Read a credential (its identity, an admin or a system token); never its secret',
+        security,
+        params: credentialIdParamsSchema,
+        response: { 200: credentialListSchema, ...errors },
+      },
+    },
+    async (request) => [await service.get(request.params.id, principalOf(request))],
+  );
+
+  app.put(
+    '/:id',
+    {
+      schema: {
+        tags: TAGS,
+        summary: 'Update a credential (e.g. a new password); a new API key is returned once, here',
+        security,
+        params: credentialIdParamsSchema,
+        body: updateCredentialBodySchema,
+        response: { 200: credentialWithKeyListSchema, ...errors },
+      },
+    },
+    async (request) => [await service.update(request.params.id, request.body, principalOf(request))],
+  );
+
+  app.delete(
+    '/:id',
+    {
+      schema: {
+        tags: TAGS,
+        summary: 'Revoke a credential (its identity, an admin or a system token)',
+        security,
+        params: credentialIdParamsSchema,
+        response: { 204: z.null().describe('Revoked'), ...errors },
+      },
+    },
+    async (request, reply) => {
+      await service.revoke(request.params.id, principalOf(request));
+      return reply.code(204).send(null);
+    },
+  );
+}
+
+/**
+ * Verifications for sso only: outside the gateway's prefixes and only for `system` tokens.
+ * Each answers 200 with `valid: false` for any mismatch, never saying which part was wrong.
+ */
+export async function credentialInternalRoutes(app: App, options: CredentialRoutesOptions): Promise<void> {
+  const requireToken = authenticate(options.verifier);
+  app.addHook('onRequest', async function (request, reply) {
+    await requireToken.call(this, request, reply);
+    if (!hasRole(principalOf(request), 'system')) throw forbidden();
+  });
+  const schema = (summary: string) => ({ hide: true, tags: ['Internal'], summary, security });
+
+  app.post(
+    INTERNAL_ROUTES.verifyPassword,
+    {
+      schema: {
+        ...schema('Verify a LOCAL password for an email or identity (system tokens only)'),
+        body: verifyPasswordRequestSchema,
+        response: { 200: verifyPasswordResponseSchema, ...errors },
+      },
+    },
+    async (request) => options.service.verifyPassword(request.body, callerOf(request).authorization),
+  );
+
+  app.post(
+    INTERNAL_ROUTES.verifyApiKey,
+    {
+      schema: {
+        ...schema('Resolve an API key to its identity and roles (system tokens only)'),
+        body: verifyApiKeyRequestSchema,
+        response: { 200: verifyApiKeyResponseSchema, ...errors },
+      },
+    },
+    async (request) => options.service.verifyApiKey(request.body.apiKey, callerOf(request).authorization),
+  );
+}

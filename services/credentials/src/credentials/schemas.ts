@@ -1,0 +1,167 @@
+import { CREDENTIAL_PROVIDERS, type CredentialProvider } from '@app/contracts';
+import { issueKey } from '@app/platform';
+import { z } from 'zod';
+import type { $ZodIssue } from 'zod/v4/core';
+import { booleanParam, instantParam, listQuerySchema } from '../http/list.js';
+import { isStrongApiKeySecret } from './secrets.js';
+
+export const CREDENTIAL_TYPES = ['PASSWORD', 'OAUTH', 'API_KEY'] as const;
+export type CredentialType = (typeof CREDENTIAL_TYPES)[number];
+
+/**
+ * The one type each provider's credentials have: a LOCAL secret is a password, GOOGLE and
+ * GITHUB accounts are federated through OAuth (we keep their subject, never a token), and
+ * an API key is its own kind. A request that omits `type` gets this one.
+ */
+export const TYPE_OF_PROVIDER: Record<CredentialProvider, CredentialType> = {
+  LOCAL: 'PASSWORD',
+  GOOGLE: 'OAUTH',
+  GITHUB: 'OAUTH',
+  API_KEY: 'API_KEY',
+};
+
+export const PASSWORD_MIN_LENGTH = 8;
+/** argon2 hashes any length, but a megabyte "password" is a denial-of-service vector. */
+export const PASSWORD_MAX_LENGTH = 1024;
+export const API_KEY_SECRET_MIN_LENGTH = 32;
+export const API_KEY_SECRET_MAX_LENGTH = 256;
+
+/** A credential as the API shows it: every field but the secret and its hash. */
+export const credentialSchema = z
+  .object({
+    id: z.uuid(),
+    identity_id: z.uuid(),
+    provider: z.enum(CREDENTIAL_PROVIDERS),
+    type: z.enum(CREDENTIAL_TYPES),
+    subject: z.string().nullable(),
+    keyPrefix: z.string().nullable().describe('The non-secret lookup prefix of an API key (`ak_<keyPrefix>_…`)'),
+    createdAt: z.iso.datetime(),
+    updatedAt: z.iso.datetime(),
+    activated: z.boolean(),
+    lastUsedAt: z.iso.datetime().nullable(),
+  })
+  .meta({ id: 'Credential' });
+
+export type CredentialRecord = z.infer<typeof credentialSchema>;
+
+/** The answer to creating or re-keying an API_KEY credential: the only time the key is shown. */
+export const credentialWithKeySchema = credentialSchema
+  .extend({ apiKey: z.string().optional().describe('The whole API key; shown once, never stored or shown again') })
+  .meta({ id: 'CredentialWithApiKey' });
+
+export const credentialListSchema = z.array(credentialSchema);
+export const credentialWithKeyListSchema = z.array(credentialWithKeySchema);
+
+const secretField = z.string().min(1).max(PASSWORD_MAX_LENGTH).describe('Write-only: stored hashed, never returned');
+const subjectField = z.string().trim().min(1).max(255).describe("The account id at GOOGLE or GITHUB (OIDC `sub`)");
+
+/** What the provider rules look at: the credential's state after the write. */
+export interface RuleInput {
+  provider: CredentialProvider;
+  type?: CredentialType;
+  /** A secret sent in this request (its strength is checked). */
+  secret?: string;
+  hasSecret: boolean;
+  hasSubject: boolean;
+}
+
+/**
+ * The provider rules of create and update: LOCAL needs a secret and forbids a subject,
+ * GOOGLE and GITHUB need a subject and forbid a secret, API_KEY needs a secret (generated
+ * when none is sent), and the type follows the provider. Each broken rule is one issue.
+ */
+export function providerRuleIssues(input: RuleInput): { path: string; key: string; values: Record<string, string | number> }[] {
+  const { provider } = input;
+  const issues: { path: string; key: string; values: Record<string, string | number> }[] = [];
+  const rule = (path: string, key: string, values: Record<string, string | number> = {}) =>
+    issues.push({ path, key: `credentials.rule.${key}`, values: { provider, ...values } });
+  const expectedType = TYPE_OF_PROVIDER[provider];
+  if (input.type !== undefined && input.type !== expectedType) rule('type', 'type', { type: expectedType });
+  if (provider === 'LOCAL') {
+    if (!input.hasSecret) rule('secret', 'secretRequired');
+    if (input.hasSubject) rule('subject', 'subjectForbidden');
+    if (input.secret !== undefined && input.secret.length < PASSWORD_MIN_LENGTH) {
+      rule('secret', 'passwordLength', { min: PASSWORD_MIN_LENGTH, max: PASSWORD_MAX_LENGTH });
+    }
+  } else if (provider === 'GOOGLE' || provider === 'GITHUB') {
+    if (!input.hasSubject) rule('subject', 'subjectRequired');
+    if (input.hasSecret) rule('secret', 'secretForbidden');
+  } else {
+    // API_KEY: the secret is required of the credential, not of the caller: without one
+    // the service generates 256 random bits. A caller's own secret must look as random.
+    if (input.secret !== undefined && !isStrongApiKeySecret(input.secret)) {
+      rule('secret', 'apiKeyStrength', { min: API_KEY_SECRET_MIN_LENGTH, max: API_KEY_SECRET_MAX_LENGTH });
+    }
+  }
+  return issues;
+}
+
+/** The same issues as zod issues, localized by the platform's error handler like any other 400. */
+export function ruleIssuesAsZod(input: RuleInput): $ZodIssue[] {
+  return providerRuleIssues(input).map((issue) => ({
+    code: 'custom',
+    path: [issue.path],
+    message: issue.key,
+    input: undefined,
+    ...issueKey(issue.key, issue.values),
+  }));
+}
+
+export const createCredentialBodySchema = z
+  .strictObject({
+    identity_id: z.uuid(),
+    provider: z.enum(CREDENTIAL_PROVIDERS),
+    type: z.enum(CREDENTIAL_TYPES).optional().describe('Follows from provider when omitted'),
+    secret: secretField.optional().describe('LOCAL: the password. API_KEY: omit to have a key generated'),
+    subject: subjectField.optional(),
+    activated: z.boolean().optional(),
+  })
+  .superRefine((body, ctx) => {
+    for (const issue of providerRuleIssues({
+      provider: body.provider,
+      type: body.type,
+      secret: body.secret,
+      hasSecret: body.secret !== undefined || body.provider === 'API_KEY',
+      hasSubject: body.subject !== undefined,
+    })) {
+      ctx.addIssue({ code: 'custom', path: [issue.path], message: issue.key, ...issueKey(issue.key, issue.values) });
+    }
+  });
+
+export const updateCredentialBodySchema = z.strictObject({
+  type: z.enum(CREDENTIAL_TYPES).optional(),
+  secret: secretField.optional().describe('A new password (rehashed) or, for API_KEY, a new key secret'),
+  subject: subjectField.optional(),
+  activated: z.boolean().optional(),
+});
+
+export type CreateCredentialInput = z.infer<typeof createCredentialBodySchema>;
+export type UpdateCredentialInput = z.infer<typeof updateCredentialBodySchema>;
+
+export const credentialIdParamsSchema = z.object({ id: z.uuid() });
+
+export const SORTABLE_FIELDS = ['createdAt', 'updatedAt', 'lastUsedAt', 'provider', 'type', 'activated'] as const;
+
+export const listCredentialsQuerySchema = listQuerySchema(SORTABLE_FIELDS, {
+  identity_id: z.uuid().optional(),
+  provider: z.enum(CREDENTIAL_PROVIDERS).optional(),
+  type: z.enum(CREDENTIAL_TYPES).optional(),
+  subject: z.string().max(255).optional(),
+  keyPrefix: z.string().max(32).optional(),
+  activated: booleanParam.optional(),
+  createdAt: instantParam.optional(),
+  updatedAt: instantParam.optional(),
+  lastUsedAt: instantParam.optional(),
+});
+
+export interface CredentialFilters {
+  identity_id?: string;
+  provider?: CredentialProvider;
+  type?: CredentialType;
+  subject?: string;
+  keyPrefix?: string;
+  activated?: boolean;
+  createdAt?: Date;
+  updatedAt?: Date;
+  lastUsedAt?: Date;
+}

@@ -1,0 +1,202 @@
+import type { CredentialEvent, CredentialProvider, VerifyApiKeyResponse, VerifyPasswordRequest, VerifyPasswordResponse } from '@app/contracts';
+import { forbidden, hasRole, RequestValidationError, type Principal } from '@app/platform';
+import type { Page } from '../http/list.js';
+import { credentialConflict, credentialNotFound, identityMissing, localExists, subjectTaken } from './errors.js';
+import type { IdentityClient } from './identity-client.js';
+import { UniqueViolation, type CredentialRepository, type CredentialRow, type CredentialWrite } from './repository.js';
+import {
+  ruleIssuesAsZod,
+  TYPE_OF_PROVIDER,
+  type CreateCredentialInput,
+  type CredentialFilters,
+  type CredentialRecord,
+  type CredentialType,
+  type UpdateCredentialInput,
+} from './schemas.js';
+import { apiKeyMatches, apiKeyPrefixOf, issueApiKey, type PasswordHasher } from './secrets.js';
+
+export interface CredentialServiceDeps {
+  repository: CredentialRepository;
+  hasher: PasswordHasher;
+  identities: IdentityClient;
+  /** Called after a change (and its event) committed, so the outbox relays it at once. */
+  eventsCommitted(): void;
+}
+
+/** Admins and other services (system tokens) may manage any credential. */
+export const isPrivileged = (principal: Principal) => hasRole(principal, 'admin') || hasRole(principal, 'system');
+
+/** The caller as this service sees it: who, and the Authorization header to ask identity with. */
+export interface Caller {
+  principal: Principal;
+  authorization: string;
+}
+
+/** A record as the API shows it; the secret hash is dropped here and by every response schema. */
+const toRecord = (row: CredentialRow): CredentialRecord => ({
+  id: row.id,
+  identity_id: row.identityId,
+  provider: row.provider as CredentialProvider,
+  type: row.type as CredentialType,
+  subject: row.subject,
+  keyPrefix: row.keyPrefix,
+  createdAt: row.createdAt.toISOString(),
+  updatedAt: row.updatedAt.toISOString(),
+  activated: row.activated,
+  lastUsedAt: row.lastUsedAt?.toISOString() ?? null,
+});
+
+const eventOf = (row: CredentialRow, extra: { secretChanged?: boolean; occurredAt?: Date } = {}): CredentialEvent => ({
+  credentialId: row.id,
+  identityId: row.identityId,
+  provider: row.provider as CredentialProvider,
+  type: row.type,
+  activated: row.activated,
+  ...(extra.secretChanged !== undefined ? { secretChanged: extra.secretChanged } : {}),
+  occurredAt: (extra.occurredAt ?? row.updatedAt).toISOString(),
+});
+
+const conflictFor = (provider: string) =>
+  provider === 'LOCAL' ? localExists() : provider === 'GOOGLE' || provider === 'GITHUB' ? subjectTaken(provider) : credentialConflict();
+
+export type CredentialService = ReturnType<typeof createCredentialService>;
+
+export function createCredentialService(deps: CredentialServiceDeps) {
+  const { repository, hasher, identities } = deps;
+
+  /** The credential, if the caller may see it: its owner, an admin or a system token. */
+  const accessible = async (id: string, principal: Principal): Promise<CredentialRow> => {
+    const row = await repository.findById(id);
+    if (!row) throw credentialNotFound(id);
+    if (row.identityId !== principal.id && !isPrivileged(principal)) throw forbidden();
+    return row;
+  };
+
+  /** Hashes a new secret the way its provider stores it; an API key also gets a new prefix. */
+  const secretFields = async (provider: string, secret: string | undefined): Promise<{ write: CredentialWrite; apiKey?: string }> => {
+    if (provider === 'LOCAL' && secret !== undefined) return { write: { secretHash: await hasher.hash(secret) } };
+    if (provider === 'API_KEY') {
+      const issued = issueApiKey(secret);
+      return { write: { secretHash: issued.hash, keyPrefix: issued.prefix }, apiKey: issued.key };
+    }
+    return { write: {} };
+  };
+
+  return {
+    /** Admins and system tokens only; the identity must exist (asked of identity with the caller's token). */
+    async create(input: CreateCredentialInput, caller: Caller): Promise<CredentialRecord & { apiKey?: string }> {
+      if (!isPrivileged(caller.principal)) throw forbidden();
+      if (!(await identities.exists(input.identity_id, caller.authorization))) throw identityMissing(input.identity_id);
+      const { write, apiKey } = await secretFields(input.provider, input.secret);
+      try {
+        const row = await repository.create(
+          {
+            identityId: input.identity_id,
+            provider: input.provider,
+            type: input.type ?? TYPE_OF_PROVIDER[input.provider],
+            subject: input.subject ?? null,
+            activated: input.activated ?? true,
+            ...write,
+          },
+          (created) => ({ subject: 'credential.created', payload: eventOf(created) }),
+        );
+        deps.eventsCommitted();
+        return { ...toRecord(row), ...(apiKey ? { apiKey } : {}) };
+      } catch (error) {
+        if (error instanceof UniqueViolation) throw conflictFor(input.provider);
+        throw error;
+      }
+    },
+
+    async get(id: string, principal: Principal): Promise<CredentialRecord> {
+      return toRecord(await accessible(id, principal));
+    },
+
+    /** Admins and system tokens list every credential; an identity lists its own. */
+    async list(filters: CredentialFilters, page: Page, count: boolean, principal: Principal) {
+      const scoped = isPrivileged(principal) ? filters : { ...filters, identity_id: principal.id };
+      if (!isPrivileged(principal) && filters.identity_id !== undefined && filters.identity_id !== principal.id) throw forbidden();
+      const result = await repository.list(scoped, page, count);
+      return { ...result, records: result.rows.map(toRecord) };
+    },
+
+    /** The provider rules hold for the credential as it will be after the update. */
+    async update(id: string, input: UpdateCredentialInput, principal: Principal): Promise<CredentialRecord & { apiKey?: string }> {
+      const existing = await accessible(id, principal);
+      const provider = existing.provider as CredentialProvider;
+      const issues = ruleIssuesAsZod({
+        provider,
+        type: input.type,
+        secret: input.secret,
+        hasSecret: input.secret !== undefined || existing.secretHash !== null,
+        hasSubject: input.subject !== undefined || existing.subject !== null,
+      });
+      if (issues.length > 0) {
+        const error = new RequestValidationError(issues);
+        error.validationContext = 'body';
+        throw error;
+      }
+      const secretChanged = input.secret !== undefined;
+      const { write, apiKey } = secretChanged ? await secretFields(provider, input.secret) : { write: {}, apiKey: undefined };
+      try {
+        const row = await repository.update(
+          id,
+          {
+            ...(input.subject !== undefined ? { subject: input.subject } : {}),
+            ...(input.activated !== undefined ? { activated: input.activated } : {}),
+            ...write,
+          },
+          (updated) => ({ subject: 'credential.updated', payload: eventOf(updated, { secretChanged }) }),
+        );
+        if (!row) throw credentialNotFound(id);
+        deps.eventsCommitted();
+        return { ...toRecord(row), ...(apiKey ? { apiKey } : {}) };
+      } catch (error) {
+        if (error instanceof UniqueViolation) throw conflictFor(provider);
+        throw error;
+      }
+    },
+
+    /** Revokes (deletes) the credential; `credential.revoked` tells sso to end its sessions. */
+    async revoke(id: string, principal: Principal): Promise<void> {
+      await accessible(id, principal);
+      const row = await repository.delete(id, (deleted) => ({
+        subject: 'credential.revoked',
+        payload: eventOf(deleted, { occurredAt: new Date() }),
+      }));
+      if (!row) throw credentialNotFound(id);
+      deps.eventsCommitted();
+    },
+
+    /**
+     * Checks a LOCAL password. Every path that fails before the real comparison verifies a
+     * dummy hash instead, so the answer takes as long whether or not the account exists.
+     */
+    async verifyPassword(request: VerifyPasswordRequest, authorization: string): Promise<VerifyPasswordResponse> {
+      const identity = await identities.lookup('email' in request ? { email: request.email } : { id: request.identityId }, authorization);
+      const credential = identity ? await repository.findLocal(identity.id) : null;
+      if (!identity || !credential?.secretHash) {
+        await hasher.verifyDummy(request.password);
+        return { valid: false };
+      }
+      const matches = await hasher.verify(credential.secretHash, request.password);
+      if (!matches || !credential.activated || !identity.activated) return { valid: false };
+      // The costs in config rose since this hash was made: upgrade it while we hold the password.
+      const rehashed = hasher.needsRehash(credential.secretHash) ? await hasher.hash(request.password) : undefined;
+      await repository.markUsed(credential.id, rehashed);
+      return { valid: true, identityId: identity.id };
+    },
+
+    /** Resolves an API key to its identity and roles: found by its prefix, compared in constant time. */
+    async verifyApiKey(apiKey: string, authorization: string): Promise<VerifyApiKeyResponse> {
+      const prefix = apiKeyPrefixOf(apiKey);
+      const credential = prefix ? await repository.findByKeyPrefix(prefix) : null;
+      const matches = apiKeyMatches(apiKey, credential?.provider === 'API_KEY' ? credential.secretHash : undefined);
+      if (!matches || !credential?.activated) return { valid: false };
+      const identity = await identities.lookup({ id: credential.identityId }, authorization);
+      if (!identity?.activated) return { valid: false };
+      await repository.markUsed(credential.id);
+      return { valid: true, identityId: identity.id, credentialId: credential.id, roles: identity.roles };
+    },
+  };
+}

@@ -1,0 +1,52 @@
+import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { createPrismaClient, migrate } from '@app/platform';
+import { openTestDependencies, testModes } from '@app/testing';
+import { PrismaClient } from '../src/generated/prisma/client.js';
+
+const migrations = fileURLToPath(new URL('../prisma/migrations', import.meta.url));
+
+describe.each(testModes())('credentials schema.prisma and migrations (%s)', (mode) => {
+  let deps: Awaited<ReturnType<typeof openTestDependencies>>;
+  let prisma: InstanceType<typeof PrismaClient>;
+
+  beforeAll(async () => {
+    deps = await openTestDependencies(mode);
+    await migrate(deps.database, { schema: 'credentials', directory: migrations, logger: deps.logger });
+    prisma = createPrismaClient(PrismaClient, deps.database);
+  }, 60_000);
+  afterAll(async () => {
+    await prisma.$disconnect();
+    await deps.dispose();
+  });
+
+  it('round-trips every field of a credential through Prisma on a freshly migrated database', async () => {
+    const data = {
+      identityId: randomUUID(),
+      provider: 'API_KEY',
+      type: 'API_KEY',
+      secretHash: 'a'.repeat(64),
+      keyPrefix: 'abcdefghijkl',
+      subject: 'ci robot',
+      activated: false,
+      lastUsedAt: new Date('2026-01-02T03:04:05.678Z'),
+    };
+    const created = await prisma.credential.create({ data });
+    expect(created).toMatchObject(data);
+    expect(await prisma.credential.findUniqueOrThrow({ where: { keyPrefix: 'abcdefghijkl' } })).toEqual(created);
+  });
+
+  it('enforces one LOCAL credential per identity, unique subjects per provider and the provider/type pairs', async () => {
+    const identityId = randomUUID();
+    await prisma.credential.create({ data: { identityId, provider: 'LOCAL', type: 'PASSWORD', secretHash: 'x' } });
+    await expect(prisma.credential.create({ data: { identityId, provider: 'LOCAL', type: 'PASSWORD', secretHash: 'y' } })).rejects.toMatchObject({
+      code: 'P2002',
+    });
+    await prisma.credential.create({ data: { identityId, provider: 'GITHUB', type: 'OAUTH', subject: '42' } });
+    await expect(
+      prisma.credential.create({ data: { identityId: randomUUID(), provider: 'GITHUB', type: 'OAUTH', subject: '42' } }),
+    ).rejects.toMatchObject({ code: 'P2002' });
+    await expect(prisma.credential.create({ data: { identityId, provider: 'GOOGLE', type: 'PASSWORD', subject: '7' } })).rejects.toThrow();
+  });
+});

@@ -1,0 +1,144 @@
+import { createServer, type Server, type Socket } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { buildApp, mergeDocuments, routingTable } from '@app/gateway';
+import { buildApp as buildHealth } from '@app/health';
+import { type App } from '@app/platform';
+import { freePort, openTestDependencies, silentLogger, startTokenIssuer, testConfig, type TokenIssuer } from '@app/testing';
+
+describe('gateway', () => {
+  let deps: Awaited<ReturnType<typeof openTestDependencies>>;
+  let health: App;
+  let gateway: App;
+  let silent: Server;
+  const held: Socket[] = [];
+  let gatewayUrl: string;
+  const seenIds: string[] = [];
+  let issuer: TokenIssuer;
+  /** Restricted routes need a token at the edge; these tests are about what happens after it. */
+  let auth: Record<string, string>;
+
+  beforeAll(async () => {
+    deps = await openTestDependencies('embedded');
+    issuer = await startTokenIssuer();
+    auth = { authorization: `Bearer ${await issuer.mint('service:test', ['system'])}` };
+    health = await buildHealth(deps, { services: {} });
+    health.addHook('onRequest', async (request) => void seenIds.push(String(request.id)));
+    const healthUrl = await health.listen({ host: '127.0.0.1', port: 0 });
+    // An upstream that accepts connections and never answers.
+    silent = createServer((socket) => void held.push(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const silentPort = (silent.address() as { port: number }).port;
+    const config = testConfig({ PLATFORM_SERVICES: 'health', HEALTH_URL: healthUrl, UPSTREAM_TIMEOUT_MS: '300', BODY_LIMIT: '2048', JWKS_URL: issuer.jwksUrl });
+    gateway = await buildApp(
+      { config, logger: silentLogger() },
+      {
+        routes: [
+          ...routingTable(config),
+          { service: 'crud', prefix: '/api/v1/products', url: `http://127.0.0.1:${await freePort()}` },
+          { service: 'sso', prefix: '/api/v1/sso', url: `http://127.0.0.1:${silentPort}` },
+        ],
+      },
+    );
+    gatewayUrl = await gateway.listen({ host: '127.0.0.1', port: 0 });
+  });
+
+  afterAll(async () => {
+    await gateway.close();
+    await health.close();
+    for (const socket of held) socket.destroy();
+    await new Promise((resolve) => silent.close(resolve));
+    await deps.dispose();
+    await issuer.close();
+  });
+
+  it('routes /api/v1/health to the health service, path unchanged', async () => {
+    const response = await fetch(`${gatewayUrl}/api/v1/health/liveness`);
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ status: 'active', version: '1.22.0', date: expect.any(String) });
+  });
+
+  it('forwards the request id to the upstream and echoes it', async () => {
+    const response = await fetch(`${gatewayUrl}/api/v1/health/liveness`, { headers: { 'x-request-id': 'edge-42' } });
+    expect(response.headers.get('x-request-id')).toBe('edge-42');
+    expect(seenIds).toContain('edge-42');
+  });
+
+  it('generates a request id when the caller sends none, and the upstream sees the same', async () => {
+    const response = await fetch(`${gatewayUrl}/api/v1/health/liveness`);
+    const id = response.headers.get('x-request-id');
+    expect(id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(seenIds).toContain(id);
+  });
+
+  it('answers 503 problem+json with Retry-After when the upstream is down', async () => {
+    const response = await fetch(`${gatewayUrl}/api/v1/products`, { headers: { 'accept-language': 'de', ...auth } });
+    expect(response.status).toBe(503);
+    expect(response.headers.get('content-type')).toBe('application/problem+json; charset=utf-8');
+    expect(response.headers.get('retry-after')).toBe('1');
+    expect(await response.json()).toMatchObject({
+      status: 503,
+      code: 'UPSTREAM_UNAVAILABLE',
+      title: 'Dienst nicht verfügbar',
+      detail: 'Der Dienst crud ist nicht verfügbar; versuchen Sie es gleich erneut.',
+      instance: '/api/v1/products',
+    });
+  });
+
+  it('answers 502 problem+json when the upstream does not answer in time', async () => {
+    const response = await fetch(`${gatewayUrl}/api/v1/sso/token`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
+    expect(response.status).toBe(502);
+    expect(await response.json()).toMatchObject({ code: 'UPSTREAM_TIMEOUT', detail: 'The sso service did not answer in time; retry shortly.' });
+  });
+
+  it('answers routes it does not know with 404 problem+json, without calling anyone', async () => {
+    const response = await fetch(`${gatewayUrl}/internal/v1/credentials/verify-password`, { method: 'POST', headers: auth });
+    expect(response.status).toBe(404);
+    expect(await response.json()).toMatchObject({ code: 'ROUTE_NOT_FOUND' });
+  });
+
+  it('refuses a body over the limit at the edge with 413', async () => {
+    const response = await fetch(`${gatewayUrl}/api/v1/products`, {
+      method: 'POST',
+      body: JSON.stringify({ name: 'x'.repeat(5_000) }),
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(response.status).toBe(413);
+    expect(await response.json()).toMatchObject({ code: 'BODY_TOO_LARGE' });
+  });
+
+  it('serves the interactive docs at /docs', async () => {
+    const response = await fetch(`${gatewayUrl}/docs`);
+    expect(response.status).toBe(200);
+    expect(await response.text()).toContain('swagger-ui');
+  });
+
+  it('serves one OpenAPI 3.1 document merged from the upstreams, naming the ones that did not answer', async () => {
+    const response = await fetch(`${gatewayUrl}/docs/json`);
+    expect(response.status).toBe(200);
+    const document = (await response.json()) as {
+      openapi: string;
+      info: object;
+      paths: Record<string, Record<string, object>>;
+      'x-unavailable-services'?: string[];
+    };
+    expect(document.openapi).toBe('3.1.0');
+    expect(document.info).toMatchObject({ title: 'API platform', version: '1.22.0' });
+    expect(Object.keys(document.paths)).toEqual(expect.arrayContaining(['/api/v1/health/liveness', '/api/v1/health/readiness']));
+    expect(document.paths['/api/v1/health/readiness']?.get).toMatchObject({ tags: ['Health'], summary: expect.any(String) });
+    expect(document['x-unavailable-services']).toEqual(['crud', 'sso']);
+  });
+});
+
+describe('mergeDocuments', () => {
+  it('unions paths, tags and components, keeping the base on a name clash', () => {
+    const merged = mergeDocuments({ openapi: '3.1.0', paths: {}, components: { schemas: { Problem: { a: 1 } } } }, [
+      { service: 'one', document: { paths: { '/a': { get: { tags: ['C'] } } }, tags: [{ name: 'A' }], components: { schemas: { Problem: { a: 2 }, Thing: {} } } } },
+      { service: 'two', document: { paths: { '/b': {} }, tags: [{ name: 'A' }, { name: 'B' }] } },
+      { service: 'three' },
+    ]);
+    expect(merged.paths).toEqual({ '/a': { get: { tags: ['C'] } }, '/b': {} });
+    expect(merged.tags).toEqual([{ name: 'A' }, { name: 'C' }, { name: 'B' }]);
+    expect(merged.components).toEqual({ schemas: { Problem: { a: 1 }, Thing: {} } });
+    expect(merged['x-unavailable-services']).toEqual(['three']);
+  });
+});

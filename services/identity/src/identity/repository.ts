@@ -1,0 +1,100 @@
+import { createPrismaClient, enqueueEvent, type Database } from '@app/platform';
+import { Prisma, PrismaClient, type Identity } from '../generated/prisma/client.js';
+import type { Page } from '../http/list.js';
+import type { IdentityFilters } from './schemas.js';
+
+/** The Postgres schema this service owns; its outbox table lives there too. */
+export const IDENTITY_SCHEMA = 'identity';
+
+export type IdentityRow = Identity;
+
+/** An event to record in the same transaction as the change it describes. */
+export type EventFor = (row: IdentityRow) => { subject: string; payload: unknown };
+
+export interface IdentityWrite {
+  name?: string;
+  email?: string;
+  avatar?: string | null;
+  roles?: string[];
+  activated?: boolean;
+}
+
+/** Raised when a write would give two identities one email. */
+export class UniqueViolation extends Error {
+  constructor() {
+    super('unique constraint violated');
+    this.name = 'UniqueViolation';
+  }
+}
+
+/** Where identities are stored. The service depends on this interface, never on Prisma. */
+export interface IdentityRepository {
+  findById(id: string): Promise<IdentityRow | null>;
+  findByEmail(email: string): Promise<IdentityRow | null>;
+  list(filters: IdentityFilters, page: Page, count: boolean): Promise<{ rows: IdentityRow[]; hasMore: boolean; total?: number }>;
+  /** Inserts and records the event atomically; rejects with UniqueViolation on a taken email. */
+  create(data: IdentityWrite & { name: string; email: string }, event: EventFor): Promise<IdentityRow>;
+  /** Updates and records the event atomically; null when there is no such identity. */
+  update(id: string, data: IdentityWrite, event: EventFor): Promise<IdentityRow | null>;
+  close(): Promise<void>;
+}
+
+const isUniqueViolation = (error: unknown) =>
+  error instanceof Prisma.PrismaClientKnownRequestError && error.code === 'P2002';
+
+function whereOf(filters: IdentityFilters): Prisma.IdentityWhereInput {
+  const { roles, ...equal } = filters;
+  // `roles` is an array: filtering on a role means "holds this role".
+  return { ...equal, ...(roles !== undefined ? { roles: { has: roles } } : {}) };
+}
+
+export function createIdentityRepository(database: Database): IdentityRepository {
+  const prisma = createPrismaClient(PrismaClient, database);
+  return {
+    findById: (id) => prisma.identity.findUnique({ where: { id } }),
+    findByEmail: (email) => prisma.identity.findUnique({ where: { email } }),
+    list: async (filters, page, count) => {
+      const where = whereOf(filters);
+      const [rows, total] = await Promise.all([
+        prisma.identity.findMany({
+          where,
+          orderBy: [{ [page.sort.field]: page.sort.direction }, { id: page.sort.direction }],
+          skip: page.offset,
+          // One row more than the page tells whether a next page exists without counting.
+          take: page.limit + 1,
+        }),
+        count ? prisma.identity.count({ where }) : Promise.resolve(undefined),
+      ]);
+      return { rows: rows.slice(0, page.limit), hasMore: rows.length > page.limit, total };
+    },
+    create: async (data, event) => {
+      try {
+        return await prisma.$transaction(async (tx) => {
+          const row = await tx.identity.create({ data });
+          const { subject, payload } = event(row);
+          await enqueueEvent(tx, IDENTITY_SCHEMA, subject, payload);
+          return row;
+        });
+      } catch (error) {
+        if (isUniqueViolation(error)) throw new UniqueViolation();
+        throw error;
+      }
+    },
+    update: async (id, data, event) => {
+      try {
+        return await prisma.$transaction(async (tx) => {
+          const found = await tx.identity.findUnique({ where: { id }, select: { id: true } });
+          if (!found) return null;
+          const row = await tx.identity.update({ where: { id }, data });
+          const { subject, payload } = event(row);
+          await enqueueEvent(tx, IDENTITY_SCHEMA, subject, payload);
+          return row;
+        });
+      } catch (error) {
+        if (isUniqueViolation(error)) throw new UniqueViolation();
+        throw error;
+      }
+    },
+    close: () => prisma.$disconnect(),
+  };
+}

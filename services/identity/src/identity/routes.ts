@@ -1,0 +1,156 @@
+import { identityLookupRequestSchema, INTERNAL_ROUTES, internalIdentitySchema } from '@app/contracts';
+import { authenticate, forbidden, hasRole, principalOf, problemSchema, type App, type TokenVerifier } from '@app/platform';
+import { listHeadersSchema, pageOf, setPagingHeaders, wantsExactCount } from '../http/list.js';
+import { identityEmailNotFound, identityNotFound } from './errors.js';
+import {
+  createIdentityBodySchema,
+  identityEmailParamsSchema,
+  identityIdParamsSchema,
+  identityListSchema,
+  listIdentitiesQuerySchema,
+  updateIdentityBodySchema,
+} from './schemas.js';
+import type { IdentityService } from './service.js';
+
+export const IDENTITY_PREFIX = '/api/v1/identity';
+
+const TAGS = ['Identity'];
+const security = [{ bearerAuth: [] }];
+const errors = {
+  400: problemSchema,
+  401: problemSchema,
+  403: problemSchema,
+  404: problemSchema,
+  422: problemSchema,
+  500: problemSchema,
+};
+
+export interface IdentityRoutesOptions {
+  service: IdentityService;
+  verifier: TokenVerifier;
+}
+
+/** The public identity API (under IDENTITY_PREFIX, routed by the gateway). */
+export async function identityRoutes(app: App, options: IdentityRoutesOptions): Promise<void> {
+  const { service, verifier } = options;
+  const requireToken = authenticate(verifier);
+  /** Registration is open, but a caller who sends a token must send a valid one (it may set roles). */
+  const optionalToken: typeof requireToken = async function (request, reply) {
+    if (request.headers.authorization !== undefined) await requireToken.call(this, request, reply);
+  };
+
+  app.post(
+    '/',
+    {
+      preHandler: optionalToken,
+      schema: {
+        tags: TAGS,
+        summary: 'Register an identity (no token needed; roles need an admin or system token)',
+        body: createIdentityBodySchema,
+        response: { 201: identityListSchema, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const record = await service.create(request.body, request.principal);
+      return reply.code(201).send([record]);
+    },
+  );
+
+  app.get(
+    '/',
+    {
+      preHandler: requireToken,
+      schema: {
+        tags: TAGS,
+        summary: 'List identities (admins and system tokens see all, others only themselves)',
+        security,
+        querystring: listIdentitiesQuerySchema,
+        headers: listHeadersSchema,
+        response: { 200: identityListSchema, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const { page, filters } = pageOf(request.query);
+      const result = await service.list(filters, page, wantsExactCount(request), principalOf(request));
+      setPagingHeaders(request, reply, page, { returned: result.records.length, hasMore: result.hasMore, total: result.total });
+      return result.records;
+    },
+  );
+
+  app.get(
+    '/email/:email',
+    {
+      preHandler: requireToken,
+      schema: {
+        tags: TAGS,
+        summary: 'Read an identity by email (exact match, any case)',
+        security,
+        params: identityEmailParamsSchema,
+        response: { 200: identityListSchema, ...errors },
+      },
+    },
+    async (request) => [await service.getByEmail(request.params.email, principalOf(request))],
+  );
+
+  app.get(
+    '/:id',
+    {
+      preHandler: requireToken,
+      schema: {
+        tags: TAGS,
+        summary: 'Read an identity (itself, an admin or a system token)',
+        security,
+        params: identityIdParamsSchema,
+        response: { 200: identityListSchema, ...errors },
+      },
+    },
+    async (request) => [await service.get(request.params.id, principalOf(request))],
+  );
+
+  app.put(
+    '/:id',
+    {
+      preHandler: requireToken,
+      schema: {
+        tags: TAGS,
+        summary: 'Update an identity (roles and activation only by an admin or a system token)',
+        security,
+        params: identityIdParamsSchema,
+        body: updateIdentityBodySchema,
+        response: { 200: identityListSchema, ...errors },
+      },
+    },
+    async (request) => [await service.update(request.params.id, request.body, principalOf(request))],
+  );
+}
+
+/**
+ * Routes for other services only: outside the gateway's prefixes, and only for `system`
+ * tokens, so no end user can enumerate identities through them.
+ */
+export async function identityInternalRoutes(app: App, options: IdentityRoutesOptions): Promise<void> {
+  const requireToken = authenticate(options.verifier);
+  app.post(
+    INTERNAL_ROUTES.identityLookup,
+    {
+      preHandler: async (request, reply) => {
+        await requireToken.call(app, request, reply);
+        if (!hasRole(principalOf(request), 'system')) throw forbidden();
+      },
+      schema: {
+        // Not routed by the gateway, so not part of the public document either.
+        hide: true,
+        tags: ['Internal'],
+        summary: 'Find an identity by email or id (system tokens only)',
+        security,
+        body: identityLookupRequestSchema,
+        response: { 200: internalIdentitySchema, ...errors },
+      },
+    },
+    async (request) => {
+      const identity = await options.service.lookup(request.body);
+      if (!identity) throw 'email' in request.body ? identityEmailNotFound() : identityNotFound(request.body.id);
+      return identity;
+    },
+  );
+}

@@ -1,0 +1,86 @@
+import { internalIdentitySchema } from '@app/contracts';
+import { z } from 'zod';
+import { booleanParam, instantParam, listQuerySchema } from '../http/list.js';
+
+/**
+ * Emails are compared case-insensitively, as every identity provider does in practice: they
+ * are lower-cased on the way in (bodies, paths, filters) and stored that way.
+ */
+export const emailSchema = z.email().max(320).transform((email) => email.toLowerCase());
+
+/** An avatar is a web image: http(s) only, so no `javascript:` or `data:` URL reaches a UI. */
+export const avatarSchema = z.url({ protocol: /^https?$/, hostname: z.regexes.hostname }).max(2048);
+
+export const nameSchema = z.string().trim().min(1).max(200);
+
+/** Role names are short tokens (`admin`, `billing.read`), deduplicated. */
+export const rolesSchema = z
+  .array(z.string().regex(/^[a-z][a-z0-9_.:-]{0,63}$/))
+  .max(32)
+  .transform((roles) => [...new Set(roles)]);
+
+export const identitySchema = z
+  .object({
+    id: z.uuid(),
+    name: z.string(),
+    email: z.string(),
+    avatar: z.string().nullable(),
+    roles: z.array(z.string()),
+    createdAt: z.iso.datetime(),
+    updatedAt: z.iso.datetime(),
+    activated: z.boolean(),
+  })
+  .meta({ id: 'Identity' });
+
+export type IdentityRecord = z.infer<typeof identitySchema>;
+
+/** Read answers are arrays of records (DESIGN.md), one element for a read by id. */
+export const identityListSchema = z.array(identitySchema);
+
+export const createIdentityBodySchema = z.strictObject({
+  name: nameSchema,
+  email: emailSchema,
+  avatar: avatarSchema.optional(),
+  roles: rolesSchema.optional().describe('Only an admin or a system token may set roles'),
+});
+
+export const updateIdentityBodySchema = z.strictObject({
+  name: nameSchema.optional(),
+  email: emailSchema.optional(),
+  avatar: avatarSchema.nullable().optional(),
+  roles: rolesSchema.optional().describe('Only an admin or a system token may change roles'),
+  activated: z.boolean().optional().describe('Only an admin or a system token may change this'),
+});
+
+export type CreateIdentityInput = z.infer<typeof createIdentityBodySchema>;
+export type UpdateIdentityInput = z.infer<typeof updateIdentityBodySchema>;
+
+export const identityIdParamsSchema = z.object({ id: z.uuid() });
+/** Exact match, any case; not validated as an email, so a malformed one is simply not found. */
+export const identityEmailParamsSchema = z.object({ email: z.string().min(1).max(320).transform((email) => email.toLowerCase()) });
+
+export const SORTABLE_FIELDS = ['createdAt', 'updatedAt', 'name', 'email', 'activated'] as const;
+
+export const listIdentitiesQuerySchema = listQuerySchema(SORTABLE_FIELDS, {
+  name: z.string().max(200).optional(),
+  email: z.string().max(320).transform((email) => email.toLowerCase()).optional(),
+  avatar: z.string().max(2048).optional(),
+  roles: z.string().max(64).optional().describe('Identities holding this role'),
+  activated: booleanParam.optional(),
+  createdAt: instantParam.optional(),
+  updatedAt: instantParam.optional(),
+});
+
+export type IdentityFilters = {
+  /** Set by the service to scope a non-privileged caller to its own record; never a query parameter. */
+  id?: string;
+  name?: string;
+  email?: string;
+  avatar?: string;
+  roles?: string;
+  activated?: boolean;
+  createdAt?: Date;
+  updatedAt?: Date;
+};
+
+export { internalIdentitySchema };

@@ -1,0 +1,139 @@
+import type { IdentityEvent, InternalIdentity } from '@app/contracts';
+import { forbidden, hasRole, type Cache, type Logger, type Principal } from '@app/platform';
+import type { Page } from '../http/list.js';
+import { emailTaken, identityEmailNotFound, identityNotFound, privilegedFieldsForbidden } from './errors.js';
+import { UniqueViolation, type IdentityRepository, type IdentityRow } from './repository.js';
+import type { CreateIdentityInput, IdentityFilters, IdentityRecord, UpdateIdentityInput } from './schemas.js';
+
+/** Read-by-id answers are cached this long; every update drops the key, so it bounds nothing but memory. */
+export const RECORD_TTL_SECONDS = 600;
+const recordKey = (id: string) => `identity:record:${id}`;
+
+export interface IdentityServiceDeps {
+  repository: IdentityRepository;
+  cache: Cache;
+  logger: Logger;
+  /** Called after a change (and its event) committed, so the outbox relays it at once. */
+  eventsCommitted(): void;
+}
+
+/** Admins and other services (system tokens) may read and change any identity. */
+export const isPrivileged = (principal: Principal) => hasRole(principal, 'admin') || hasRole(principal, 'system');
+
+const toRecord = (row: IdentityRow): IdentityRecord => ({
+  id: row.id,
+  name: row.name,
+  email: row.email,
+  avatar: row.avatar,
+  roles: row.roles,
+  createdAt: row.createdAt.toISOString(),
+  updatedAt: row.updatedAt.toISOString(),
+  activated: row.activated,
+});
+
+const eventOf = (row: IdentityRow): IdentityEvent => ({
+  identityId: row.id,
+  email: row.email,
+  name: row.name,
+  roles: row.roles,
+  activated: row.activated,
+  occurredAt: row.updatedAt.toISOString(),
+});
+
+export type IdentityService = ReturnType<typeof createIdentityService>;
+
+export function createIdentityService(deps: IdentityServiceDeps) {
+  const { repository, cache, logger } = deps;
+  /** Concurrent misses on one id share one database read. */
+  const inFlight = new Map<string, Promise<IdentityRecord | null>>();
+
+  /** The cache fails open: an unreachable cache costs a database read, never a request. */
+  const cached = async (id: string): Promise<IdentityRecord | null> => {
+    try {
+      const hit = await cache.get(recordKey(id));
+      if (hit) return JSON.parse(hit) as IdentityRecord;
+    } catch (error) {
+      logger.warn({ err: error }, 'identity cache read failed; reading the database');
+    }
+    let pending = inFlight.get(id);
+    if (!pending) {
+      pending = (async () => {
+        const row = await repository.findById(id);
+        const record = row ? toRecord(row) : null;
+        if (record) await cache.set(recordKey(id), JSON.stringify(record), RECORD_TTL_SECONDS).catch(() => undefined);
+        return record;
+      })().finally(() => inFlight.delete(id));
+      inFlight.set(id, pending);
+    }
+    return pending;
+  };
+
+  const forget = (id: string) =>
+    cache.delete(recordKey(id)).catch((error: unknown) => logger.warn({ err: error, id }, 'identity cache delete failed'));
+
+  const mayAccess = (principal: Principal, id: string) => principal.id === id || isPrivileged(principal);
+
+  return {
+    /** Anyone may register; roles and activation at creation need an admin or system caller. */
+    async create(input: CreateIdentityInput, principal: Principal | undefined): Promise<IdentityRecord> {
+      if (input.roles !== undefined && !(principal && isPrivileged(principal))) throw privilegedFieldsForbidden();
+      try {
+        const row = await repository.create({ ...input, avatar: input.avatar ?? null }, (created) => ({
+          subject: 'identity.created',
+          payload: eventOf(created),
+        }));
+        deps.eventsCommitted();
+        return toRecord(row);
+      } catch (error) {
+        if (error instanceof UniqueViolation) throw emailTaken(input.email);
+        throw error;
+      }
+    },
+
+    /** The identity itself, an admin or a system token; anyone else learns nothing (403 before any read). */
+    async get(id: string, principal: Principal): Promise<IdentityRecord> {
+      if (!mayAccess(principal, id)) throw forbidden();
+      const record = await cached(id);
+      if (!record) throw identityNotFound(id);
+      return record;
+    },
+
+    async getByEmail(email: string, principal: Principal): Promise<IdentityRecord> {
+      const row = await repository.findByEmail(email);
+      // Whether someone else's email exists is not the caller's to learn: 403 either way.
+      if (!isPrivileged(principal) && row?.id !== principal.id) throw forbidden();
+      if (!row) throw identityEmailNotFound();
+      return toRecord(row);
+    },
+
+    /** Admins and system tokens list everyone; anyone else lists only themselves. */
+    async list(filters: IdentityFilters, page: Page, count: boolean, principal: Principal) {
+      const scoped = isPrivileged(principal) ? filters : { ...filters, id: principal.id };
+      const result = await repository.list(scoped, page, count);
+      return { ...result, records: result.rows.map(toRecord) };
+    },
+
+    async update(id: string, input: UpdateIdentityInput, principal: Principal): Promise<IdentityRecord> {
+      if (!mayAccess(principal, id)) throw forbidden();
+      if ((input.roles !== undefined || input.activated !== undefined) && !isPrivileged(principal)) {
+        throw privilegedFieldsForbidden();
+      }
+      try {
+        const row = await repository.update(id, input, (updated) => ({ subject: 'identity.updated', payload: eventOf(updated) }));
+        if (!row) throw identityNotFound(id);
+        deps.eventsCommitted();
+        await forget(id);
+        return toRecord(row);
+      } catch (error) {
+        if (error instanceof UniqueViolation) throw emailTaken(input.email ?? '');
+        throw error;
+      }
+    },
+
+    /** For other services (system tokens): the identity by email or id, or null. */
+    async lookup(by: { email: string } | { id: string }): Promise<InternalIdentity | null> {
+      const row = 'email' in by ? await repository.findByEmail(by.email.toLowerCase()) : await repository.findById(by.id);
+      return row ? { id: row.id, name: row.name, email: row.email, roles: row.roles, activated: row.activated } : null;
+    },
+  };
+}

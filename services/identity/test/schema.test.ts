@@ -1,0 +1,39 @@
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { createPrismaClient, migrate } from '@app/platform';
+import { openTestDependencies, testModes } from '@app/testing';
+import { PrismaClient } from '../src/generated/prisma/client.js';
+
+const migrations = fileURLToPath(new URL('../prisma/migrations', import.meta.url));
+
+describe.each(testModes())('identity schema.prisma and migrations (%s)', (mode) => {
+  let deps: Awaited<ReturnType<typeof openTestDependencies>>;
+  let prisma: InstanceType<typeof PrismaClient>;
+
+  beforeAll(async () => {
+    deps = await openTestDependencies(mode);
+    await migrate(deps.database, { schema: 'identity', directory: migrations, logger: deps.logger });
+    prisma = createPrismaClient(PrismaClient, deps.database);
+  }, 60_000);
+  afterAll(async () => {
+    await prisma.$disconnect();
+    await deps.dispose();
+  });
+
+  it('round-trips every field of an identity through Prisma on a freshly migrated database', async () => {
+    const created = await prisma.identity.create({
+      data: { name: 'Ada', email: 'ada@example.com', avatar: 'https://example.com/a.png', roles: ['admin'] },
+    });
+    expect(created).toMatchObject({ name: 'Ada', email: 'ada@example.com', avatar: 'https://example.com/a.png', roles: ['admin'], activated: true });
+    const read = await prisma.identity.findUniqueOrThrow({ where: { email: 'ada@example.com' } });
+    expect(read).toEqual(created);
+    const updated = await prisma.identity.update({ where: { id: created.id }, data: { activated: false, avatar: null, roles: [] } });
+    expect(updated).toMatchObject({ activated: false, avatar: null, roles: [] });
+  });
+
+  it('keeps emails unique and lower-cased in the database itself', async () => {
+    await prisma.identity.create({ data: { name: 'B', email: 'b@example.com' } });
+    await expect(prisma.identity.create({ data: { name: 'B2', email: 'b@example.com' } })).rejects.toMatchObject({ code: 'P2002' });
+    await expect(prisma.identity.create({ data: { name: 'C', email: 'C@example.com' } })).rejects.toThrow();
+  });
+});

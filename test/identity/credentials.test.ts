@@ -1,0 +1,282 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { buildApp as buildCredentials } from '@app/credentials';
+import { credentialEventSchema, INTERNAL_ROUTES } from '@app/contracts';
+import { testModes } from '@app/testing';
+import { startHarness, type Harness } from './harness.js';
+
+const PASSWORD = 'correct horse battery staple';
+const NEW_PASSWORD = 'Tr0ub4dor&3-but-longer';
+
+describe.each(testModes())('credentials service through the gateway (%s)', (mode) => {
+  let h: Harness;
+  let admin: string;
+  let system: string;
+  let ada: { id: string; token: string };
+  let bob: { id: string; token: string };
+  /** Every secret this suite sends or receives, scanned for at the end. */
+  const secrets = new Set<string>([PASSWORD, NEW_PASSWORD]);
+
+  const register = async (name: string, email: string) => {
+    const reply = await h.call('POST', '/api/v1/identity', { body: { name, email } });
+    return { id: reply.body[0].id as string, token: await h.issuer.mint(reply.body[0].id) };
+  };
+  const create = (body: Record<string, unknown>, token = admin, headers: Record<string, string> = {}) =>
+    h.call('POST', '/api/v1/credentials', { token, body, headers });
+  const internal = (path: string, body: unknown, token = system) =>
+    h.call('POST', path, { body, token, base: h.platform.services.credentials!.url });
+
+  beforeAll(async () => {
+    h = await startHarness(mode);
+    admin = await h.issuer.mint(randomUUID(), ['admin']);
+    system = await h.issuer.mint(randomUUID(), ['system']);
+    ada = await register('Ada', 'ada@example.com');
+    bob = await register('Bob', 'bob@example.com');
+  }, 60_000);
+  afterAll(() => h.close());
+
+  describe('POST /api/v1/credentials', () => {
+    it('answers 401 without a token and 403 to anyone but an admin or a system token', async () => {
+      expect((await h.call('POST', '/api/v1/credentials', { body: {} })).status).toBe(401);
+      const byUser = await create({ identity_id: ada.id, provider: 'LOCAL', secret: PASSWORD }, ada.token);
+      expect(byUser.status).toBe(403);
+    });
+
+    it.each([
+      [{ provider: 'LOCAL' }, 'secret', 'Rule "LOCAL needs secret": a LOCAL credential must have a secret.'],
+      [{ provider: 'LOCAL', secret: PASSWORD, subject: 'x' }, 'subject', 'Rule "LOCAL forbids subject": a LOCAL credential has no subject.'],
+      [{ provider: 'LOCAL', secret: 'short' }, 'secret', 'Rule "LOCAL password length": a password has 8 to 1024 characters.'],
+      [{ provider: 'GOOGLE' }, 'subject', 'Rule "GOOGLE needs subject": send the account id the provider gives as subject.'],
+      [{ provider: 'GITHUB', subject: '1', secret: 'abc' }, 'secret', 'Rule "GITHUB forbids secret": a GITHUB credential has no secret; send subject only.'],
+      [{ provider: 'GOOGLE', subject: '1', type: 'PASSWORD' }, 'type', 'Rule "type follows provider": a GOOGLE credential has type OAUTH.'],
+      [{ provider: 'API_KEY', secret: 'a'.repeat(40) }, 'secret', expect.stringContaining('Rule "API_KEY secret strength"')],
+    ])('answers 400 naming the broken provider rule for %j', async (fields, path, message) => {
+      const reply = await create({ identity_id: ada.id, ...fields });
+      expect(reply.status).toBe(400);
+      expect(reply.body).toMatchObject({ code: 'VALIDATION_FAILED', errors: [{ path: `body.${path}`, message }] });
+    });
+
+    it('words the rule in the caller\'s language', async () => {
+      const reply = await create({ identity_id: ada.id, provider: 'LOCAL' }, admin, { 'accept-language': 'pt-BR' });
+      expect(reply.body.errors[0].message).toBe('Regra "LOCAL exige secret": uma credencial LOCAL precisa de um secret.');
+    });
+
+    it('answers 422 when the identity does not exist', async () => {
+      const reply = await create({ identity_id: randomUUID(), provider: 'LOCAL', secret: PASSWORD });
+      expect(reply.status).toBe(422);
+      expect(reply.body.code).toBe('CREDENTIALS_IDENTITY_NOT_FOUND');
+    });
+
+    it('creates a LOCAL credential with type PASSWORD and no secret in the answer, once per identity', async () => {
+      const reply = await create({ identity_id: ada.id, provider: 'LOCAL', secret: PASSWORD });
+      expect(reply.status).toBe(201);
+      expect(reply.body).toEqual([
+        {
+          id: expect.any(String),
+          identity_id: ada.id,
+          provider: 'LOCAL',
+          type: 'PASSWORD',
+          subject: null,
+          keyPrefix: null,
+          activated: true,
+          lastUsedAt: null,
+          createdAt: expect.any(String),
+          updatedAt: expect.any(String),
+        },
+      ]);
+      const event = await h.event((e) => e.subject === 'credential.created' && (e.data as { credentialId: string }).credentialId === reply.body[0].id);
+      expect(credentialEventSchema.strict().parse(event.data)).toMatchObject({ identityId: ada.id, provider: 'LOCAL', type: 'PASSWORD' });
+      const again = await create({ identity_id: ada.id, provider: 'LOCAL', secret: NEW_PASSWORD }, system);
+      expect(again.status).toBe(422);
+      expect(again.body.code).toBe('CREDENTIALS_LOCAL_EXISTS');
+    });
+
+    it('creates GOOGLE and GITHUB credentials of type OAUTH, each subject once per provider', async () => {
+      const google = await create({ identity_id: ada.id, provider: 'GOOGLE', subject: '1234567890' });
+      expect(google.status).toBe(201);
+      expect(google.body[0]).toMatchObject({ provider: 'GOOGLE', type: 'OAUTH', subject: '1234567890' });
+      expect((await create({ identity_id: bob.id, provider: 'GOOGLE', subject: '1234567890' })).body.code).toBe('CREDENTIALS_SUBJECT_TAKEN');
+      expect((await create({ identity_id: bob.id, provider: 'GITHUB', subject: '1234567890' })).status).toBe(201);
+    });
+
+    it('generates an API key, shows it once on creation and never again', async () => {
+      const reply = await create({ identity_id: bob.id, provider: 'API_KEY' }, system);
+      expect(reply.status).toBe(201);
+      const { apiKey, keyPrefix, type } = reply.body[0];
+      secrets.add(apiKey);
+      expect(type).toBe('API_KEY');
+      expect(apiKey).toMatch(new RegExp(`^ak_${keyPrefix.replace(/[-]/g, '\\-')}_[A-Za-z0-9_-]{43}$`));
+      const read = await h.call('GET', `/api/v1/credentials/${reply.body[0].id}`, { token: bob.token });
+      expect(read.body[0].apiKey).toBeUndefined();
+      expect(read.text).not.toContain(apiKey.slice(16));
+    });
+
+    it('accepts a client-supplied API key secret only when it looks random', async () => {
+      const secret = 'Zq3_x9Lp0-Wd7RkT2vYb8Nc5Hs1Gf4Jm6Ue';
+      secrets.add(secret);
+      const reply = await create({ identity_id: bob.id, provider: 'API_KEY', secret });
+      expect(reply.status).toBe(201);
+      expect(reply.body[0].apiKey).toBe(`ak_${reply.body[0].keyPrefix}_${secret}`);
+      secrets.add(reply.body[0].apiKey);
+    });
+  });
+
+  describe('reads, updates and revocation', () => {
+    let local: string;
+    beforeAll(async () => {
+      local = (await h.call('GET', `/api/v1/credentials?identity_id=${ada.id}&provider=LOCAL`, { token: admin })).body[0].id;
+    });
+
+    it('lets the owning identity, an admin and a system token read a credential; anyone else gets 403', async () => {
+      for (const token of [ada.token, admin, system]) {
+        const reply = await h.call('GET', `/api/v1/credentials/${local}`, { token });
+        expect(reply.status).toBe(200);
+        expect(reply.body).toEqual([expect.objectContaining({ id: local, identity_id: ada.id })]);
+      }
+      expect((await h.call('GET', `/api/v1/credentials/${local}`, { token: bob.token })).status).toBe(403);
+      expect((await h.call('GET', `/api/v1/credentials/${randomUUID()}`, { token: admin })).status).toBe(404);
+      expect((await h.call('GET', `/api/v1/credentials/${local}`)).status).toBe(401);
+    });
+
+    it('lists an identity\'s own credentials, everyone\'s for an admin, with paging and filters', async () => {
+      const own = await h.call('GET', '/api/v1/credentials', { token: ada.token });
+      expect(own.body.map((c: { identity_id: string }) => c.identity_id)).toEqual([ada.id, ada.id]);
+      expect((await h.call('GET', `/api/v1/credentials?identity_id=${bob.id}`, { token: ada.token })).status).toBe(403);
+      const page = await h.call('GET', '/api/v1/credentials?limit=2&sort=createdAt', { token: admin, headers: { prefer: 'count=exact' } });
+      expect(page.body).toHaveLength(2);
+      expect(page.headers.get('content-range')).toBe('0-1/5');
+      expect(page.headers.get('link')).toContain('rel="next"');
+      const keys = await h.call('GET', '/api/v1/credentials?provider=API_KEY', { token: system });
+      expect(keys.body).toHaveLength(2);
+      expect((await h.call('GET', '/api/v1/credentials?provider=SAML', { token: admin })).status).toBe(400);
+    });
+
+    it('lets the owner set a new password: rehashed, credential.updated with secretChanged, the old one no longer valid', async () => {
+      const reply = await h.call('PUT', `/api/v1/credentials/${local}`, { token: ada.token, body: { secret: NEW_PASSWORD } });
+      expect(reply.status).toBe(200);
+      expect(reply.body).toEqual([expect.objectContaining({ id: local, provider: 'LOCAL', type: 'PASSWORD' })]);
+      const event = await h.event((e) => e.subject === 'credential.updated' && (e.data as { credentialId: string }).credentialId === local);
+      expect(credentialEventSchema.strict().parse(event.data).secretChanged).toBe(true);
+      expect((await internal(INTERNAL_ROUTES.verifyPassword, { email: 'ada@example.com', password: PASSWORD })).body).toEqual({ valid: false });
+      expect((await internal(INTERNAL_ROUTES.verifyPassword, { email: 'ada@example.com', password: NEW_PASSWORD })).body).toEqual({
+        valid: true,
+        identityId: ada.id,
+      });
+    });
+
+    it('applies the provider rules to updates', async () => {
+      const google = (await h.call('GET', '/api/v1/credentials?provider=GOOGLE', { token: admin })).body[0].id;
+      const forbiddenSecret = await h.call('PUT', `/api/v1/credentials/${google}`, { token: admin, body: { secret: 'hunter22' } });
+      expect(forbiddenSecret.status).toBe(400);
+      expect(forbiddenSecret.body.errors).toEqual([{ path: 'body.secret', message: 'Rule "GOOGLE forbids secret": a GOOGLE credential has no secret; send subject only.' }]);
+      const forbiddenSubject = await h.call('PUT', `/api/v1/credentials/${local}`, { token: admin, body: { subject: 'x' } });
+      expect(forbiddenSubject.body.errors[0].path).toBe('body.subject');
+      expect((await h.call('PUT', `/api/v1/credentials/${local}`, { token: admin, body: { provider: 'GOOGLE' } })).status).toBe(400);
+      expect((await h.call('PUT', `/api/v1/credentials/${local}`, { token: bob.token, body: { activated: false } })).status).toBe(403);
+    });
+
+    it('revokes: 403 to another identity, 204 to the owner, then 404, and publishes credential.revoked', async () => {
+      const github = (await h.call('GET', '/api/v1/credentials?provider=GITHUB', { token: admin })).body[0];
+      expect((await h.call('DELETE', `/api/v1/credentials/${github.id}`, { token: ada.token })).status).toBe(403);
+      const reply = await h.call('DELETE', `/api/v1/credentials/${github.id}`, { token: bob.token });
+      expect(reply.status).toBe(204);
+      expect(reply.text).toBe('');
+      expect((await h.call('GET', `/api/v1/credentials/${github.id}`, { token: admin })).status).toBe(404);
+      expect((await h.call('DELETE', `/api/v1/credentials/${github.id}`, { token: admin })).status).toBe(404);
+      const event = await h.event((e) => e.subject === 'credential.revoked' && (e.data as { credentialId: string }).credentialId === github.id);
+      expect(credentialEventSchema.strict().parse(event.data)).toMatchObject({ identityId: bob.id, provider: 'GITHUB' });
+    });
+  });
+
+  describe('internal verifications', () => {
+    it('verifies a password by email in any case or by identity, and records lastUsedAt', async () => {
+      expect((await internal(INTERNAL_ROUTES.verifyPassword, { email: 'ADA@example.com', password: NEW_PASSWORD })).body).toEqual({ valid: true, identityId: ada.id });
+      expect((await internal(INTERNAL_ROUTES.verifyPassword, { identityId: ada.id, password: NEW_PASSWORD })).body).toEqual({ valid: true, identityId: ada.id });
+      const local = (await h.call('GET', `/api/v1/credentials?identity_id=${ada.id}&provider=LOCAL`, { token: admin })).body[0];
+      expect(Date.parse(local.lastUsedAt)).toBeGreaterThan(Date.now() - 60_000);
+    });
+
+    it('answers valid: false alike for a wrong password, an unknown email or identity, and one without a password', async () => {
+      for (const body of [
+        { email: 'ada@example.com', password: 'wrong password' },
+        { email: 'nobody@example.com', password: NEW_PASSWORD },
+        { identityId: randomUUID(), password: NEW_PASSWORD },
+        { identityId: bob.id, password: NEW_PASSWORD },
+      ]) {
+        const reply = await internal(INTERNAL_ROUTES.verifyPassword, body);
+        expect([reply.status, reply.body]).toEqual([200, { valid: false }]);
+      }
+    });
+
+    it('refuses admins and users (403) and anonymous callers (401), and is not routed by the gateway', async () => {
+      const body = { email: 'ada@example.com', password: NEW_PASSWORD };
+      expect((await internal(INTERNAL_ROUTES.verifyPassword, body, admin)).status).toBe(403);
+      expect((await internal(INTERNAL_ROUTES.verifyApiKey, { apiKey: 'ak_x' }, ada.token)).status).toBe(403);
+      expect((await h.call('POST', INTERNAL_ROUTES.verifyPassword, { body, base: h.platform.services.credentials!.url })).status).toBe(401);
+      expect((await h.call('POST', INTERNAL_ROUTES.verifyPassword, { body, token: system })).status).toBe(404);
+    });
+
+    it('resolves an API key to its identity and roles, records lastUsedAt, and rejects a tampered or unknown key', async () => {
+      await h.call('PUT', `/api/v1/identity/${bob.id}`, { token: admin, body: { roles: ['billing.read'] } });
+      const created = await create({ identity_id: bob.id, provider: 'API_KEY' });
+      const { apiKey, id } = created.body[0];
+      secrets.add(apiKey);
+      expect((await internal(INTERNAL_ROUTES.verifyApiKey, { apiKey })).body).toEqual({ valid: true, identityId: bob.id, credentialId: id, roles: ['billing.read'] });
+      expect((await h.call('GET', `/api/v1/credentials/${id}`, { token: admin })).body[0].lastUsedAt).not.toBeNull();
+      const tampered = `${apiKey.slice(0, -1)}${apiKey.endsWith('A') ? 'B' : 'A'}`;
+      for (const candidate of [tampered, 'ak_unknownprfx_secret', 'not a key']) {
+        expect((await internal(INTERNAL_ROUTES.verifyApiKey, { apiKey: candidate })).body).toEqual({ valid: false });
+      }
+      await h.call('PUT', `/api/v1/credentials/${id}`, { token: admin, body: { activated: false } });
+      expect((await internal(INTERNAL_ROUTES.verifyApiKey, { apiKey })).body).toEqual({ valid: false });
+    });
+
+    it('rehashes a password on a successful verification when the argon2 costs changed', async () => {
+      const hashOf = async () =>
+        (await h.deps.database.query<{ secret_hash: string }>(`select secret_hash from "credentials"."credential" where identity_id = $1 and provider = 'LOCAL'`, [ada.id]))[0]!.secret_hash;
+      expect(await hashOf()).toContain('m=19456,p=1,t=2$');
+      // A second replica of the service, configured with higher costs, on the same database.
+      const stronger = await buildCredentials({
+        ...h.deps,
+        logger: h.platform.dependencies.logger,
+        config: { ...h.deps.config, ARGON2_TIME_COST: 3, IDENTITY_URL: h.platform.services.identity!.url },
+      });
+      try {
+        const wrong = await stronger.inject({ method: 'POST', url: INTERNAL_ROUTES.verifyPassword, headers: { authorization: `Bearer ${system}` }, payload: { identityId: ada.id, password: 'wrong password' } });
+        expect(wrong.json()).toEqual({ valid: false });
+        expect(await hashOf()).toContain('t=2$');
+        const right = await stronger.inject({ method: 'POST', url: INTERNAL_ROUTES.verifyPassword, headers: { authorization: `Bearer ${system}` }, payload: { identityId: ada.id, password: NEW_PASSWORD } });
+        h.bodies.push(right.body, wrong.body);
+        expect(right.json()).toEqual({ valid: true, identityId: ada.id });
+        expect(await hashOf()).toContain('m=19456,p=1,t=3$');
+        expect((await internal(INTERNAL_ROUTES.verifyPassword, { identityId: ada.id, password: NEW_PASSWORD })).body.valid).toBe(true);
+      } finally {
+        await stronger.close();
+      }
+    });
+  });
+
+  it('never shows a secret or its hash in any response, log line or event; an API key only in the answer that created it', async () => {
+    const hashes = await h.deps.database.query<{ secret_hash: string | null }>('select secret_hash from "credentials"."credential"');
+    const apiKeys = [...secrets].filter((secret) => secret.startsWith('ak_'));
+    const never = [
+      ...[...secrets].filter((secret) => !secret.startsWith('ak_') && !apiKeys.some((key) => key.endsWith(secret))),
+      ...hashes.flatMap((row) => (row.secret_hash ? [row.secret_hash, row.secret_hash.split('$').pop()!] : [])),
+    ];
+    expect(h.logs.length).toBeGreaterThan(50);
+    expect(h.events.length).toBeGreaterThan(5);
+    const haystacks = { responses: h.bodies.join('\n'), logs: h.logs.join(''), events: JSON.stringify(h.events) };
+    for (const [where, text] of Object.entries(haystacks)) {
+      for (const needle of never) {
+        if (text.includes(needle)) throw new Error(`a secret or hash appears in the ${where}`);
+      }
+      if (where === 'responses') continue;
+      for (const key of apiKeys) {
+        if (text.includes(key.slice(16))) throw new Error(`an API key appears in the ${where}`);
+      }
+    }
+    for (const key of apiKeys) {
+      expect(h.bodies.filter((body) => body.includes(key.slice(16)))).toHaveLength(1);
+    }
+  });
+});

@@ -1,0 +1,195 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { identityEventSchema, INTERNAL_ROUTES } from '@app/contracts';
+import { testModes } from '@app/testing';
+import { startHarness, type Harness } from './harness.js';
+
+describe.each(testModes())('identity service through the gateway (%s)', (mode) => {
+  let h: Harness;
+  let admin: string;
+  let system: string;
+  let ada: { id: string; token: string };
+  let bob: { id: string; token: string };
+
+  const register = async (name: string, email: string) => {
+    const reply = await h.call('POST', '/api/v1/identity', { body: { name, email } });
+    expect(reply.status).toBe(201);
+    return { id: reply.body[0].id as string, token: await h.issuer.mint(reply.body[0].id) };
+  };
+
+  beforeAll(async () => {
+    h = await startHarness(mode);
+    admin = await h.issuer.mint(randomUUID(), ['admin']);
+    system = await h.issuer.mint(randomUUID(), ['system']);
+    ada = await register('Ada', 'Ada@Example.com');
+    bob = await register('Bob', 'bob@example.com');
+  }, 60_000);
+  afterAll(() => h.close());
+
+  describe('POST /api/v1/identity', () => {
+    it('registers an identity without a token: 201 with the record, email lower-cased, no roles', async () => {
+      const reply = await h.call('POST', '/api/v1/identity', {
+        body: { name: 'Carol', email: 'Carol@Example.COM', avatar: 'https://cdn.example.com/carol.png' },
+      });
+      expect(reply.status).toBe(201);
+      expect(reply.body).toEqual([
+        {
+          id: expect.any(String),
+          name: 'Carol',
+          email: 'carol@example.com',
+          avatar: 'https://cdn.example.com/carol.png',
+          roles: [],
+          activated: true,
+          createdAt: expect.any(String),
+          updatedAt: expect.any(String),
+        },
+      ]);
+      const event = await h.event((e) => e.subject === 'identity.created' && (e.data as { identityId: string }).identityId === reply.body[0].id);
+      expect(identityEventSchema.parse(event.data)).toMatchObject({ email: 'carol@example.com', name: 'Carol', roles: [], activated: true });
+    });
+
+    it('answers 400 for a bad email or a non-http avatar, naming the field', async () => {
+      const badEmail = await h.call('POST', '/api/v1/identity', { body: { name: 'X', email: 'not-an-email' } });
+      expect(badEmail.status).toBe(400);
+      expect(badEmail.body.errors.map((e: { path: string }) => e.path)).toEqual(['body.email']);
+      const badAvatar = await h.call('POST', '/api/v1/identity', { body: { name: 'X', email: 'x@example.com', avatar: 'javascript:alert(1)' } });
+      expect(badAvatar.status).toBe(400);
+      expect(badAvatar.body.errors.map((e: { path: string }) => e.path)).toEqual(['body.avatar']);
+    });
+
+    it('answers 422 when the email is taken, in any case', async () => {
+      const reply = await h.call('POST', '/api/v1/identity', { body: { name: 'Ada 2', email: 'ADA@example.com' } });
+      expect(reply.status).toBe(422);
+      expect(reply.body).toMatchObject({ status: 422, code: 'IDENTITY_EMAIL_TAKEN', detail: 'The email ada@example.com is already used by another identity.' });
+    });
+
+    it('rejects unknown fields and lets only an admin or system token set roles', async () => {
+      expect((await h.call('POST', '/api/v1/identity', { body: { name: 'E', email: 'e@example.com', password: 'x' } })).status).toBe(400);
+      const anonymous = await h.call('POST', '/api/v1/identity', { body: { name: 'E', email: 'e@example.com', roles: ['admin'] } });
+      expect(anonymous.status).toBe(403);
+      const byUser = await h.call('POST', '/api/v1/identity', { token: bob.token, body: { name: 'E', email: 'e@example.com', roles: ['admin'] } });
+      expect(byUser.status).toBe(403);
+      const byAdmin = await h.call('POST', '/api/v1/identity', { token: admin, body: { name: 'E', email: 'e@example.com', roles: ['admin'] } });
+      expect(byAdmin.status).toBe(201);
+      expect(byAdmin.body[0].roles).toEqual(['admin']);
+    });
+  });
+
+  describe('reads', () => {
+    it('lets the identity itself, an admin and a system token read it; anyone else gets 403', async () => {
+      for (const token of [ada.token, admin, system]) {
+        const reply = await h.call('GET', `/api/v1/identity/${ada.id}`, { token });
+        expect(reply.status).toBe(200);
+        expect(reply.body).toEqual([expect.objectContaining({ id: ada.id, email: 'ada@example.com', name: 'Ada' })]);
+      }
+      expect((await h.call('GET', `/api/v1/identity/${ada.id}`, { token: bob.token })).status).toBe(403);
+    });
+
+    it('answers 401 with WWW-Authenticate without a valid token, 404 for an unknown id and 400 for a malformed one', async () => {
+      const anonymous = await h.call('GET', `/api/v1/identity/${ada.id}`);
+      expect(anonymous.status).toBe(401);
+      expect(anonymous.headers.get('www-authenticate')).toBe('Bearer error="invalid_token"');
+      expect((await h.call('GET', `/api/v1/identity/${ada.id}`, { token: 'not.a.token' })).status).toBe(401);
+      expect((await h.call('GET', `/api/v1/identity/${randomUUID()}`, { token: admin })).body).toMatchObject({ status: 404, code: 'IDENTITY_NOT_FOUND' });
+      expect((await h.call('GET', '/api/v1/identity/12', { token: admin })).status).toBe(400);
+    });
+
+    it('finds an identity by email, exactly and in any case; others get 403 whether or not it exists', async () => {
+      const own = await h.call('GET', '/api/v1/identity/email/ADA%40EXAMPLE.COM', { token: ada.token });
+      expect(own.status).toBe(200);
+      expect(own.body).toEqual([expect.objectContaining({ id: ada.id })]);
+      expect((await h.call('GET', '/api/v1/identity/email/ada%40example.co', { token: admin })).status).toBe(404);
+      expect((await h.call('GET', '/api/v1/identity/email/ada%40example.com', { token: bob.token })).status).toBe(403);
+      expect((await h.call('GET', '/api/v1/identity/email/nobody%40example.com', { token: bob.token })).status).toBe(403);
+      expect((await h.call('GET', '/api/v1/identity/email/bob%40example.com', { token: system })).body[0].id).toBe(bob.id);
+    });
+
+    it('lists with paging, a Link header, an opt-in count and equality filters', async () => {
+      const first = await h.call('GET', '/api/v1/identity?limit=1&sort=email', { token: admin, headers: { prefer: 'count=exact' } });
+      expect(first.status).toBe(200);
+      expect(first.body).toHaveLength(1);
+      expect(first.body[0].email).toBe('ada@example.com');
+      const total = Number(first.headers.get('content-range')?.split('/')[1]);
+      expect(first.headers.get('content-range')).toBe(`0-0/${total}`);
+      expect(total).toBeGreaterThanOrEqual(3);
+      expect(first.headers.get('link')).toBe('</api/v1/identity?limit=1&sort=email&offset=1>; rel="next"');
+      const second = await h.call('GET', '/api/v1/identity?limit=1&sort=email&offset=1', { token: admin });
+      expect(second.body[0].email).toBe('bob@example.com');
+      expect(second.headers.get('link')).toContain('rel="prev"');
+      expect(second.headers.get('content-range')).toBeNull();
+      const filtered = await h.call('GET', '/api/v1/identity?email=BOB@example.com&activated=true', { token: system });
+      expect(filtered.body.map((i: { id: string }) => i.id)).toEqual([bob.id]);
+      expect((await h.call('GET', '/api/v1/identity?roles=admin', { token: admin })).body.every((i: { roles: string[] }) => i.roles.includes('admin'))).toBe(true);
+    });
+
+    it('lists only the caller itself for a non-admin, and rejects bad paging, sorts and unknown parameters', async () => {
+      const own = await h.call('GET', '/api/v1/identity', { token: bob.token });
+      expect(own.body.map((i: { id: string }) => i.id)).toEqual([bob.id]);
+      for (const query of ['limit=0', 'limit=101', 'offset=-1', 'sort=password', 'activated=yes', 'color=red']) {
+        expect((await h.call('GET', `/api/v1/identity?${query}`, { token: admin })).status).toBe(400);
+      }
+    });
+  });
+
+  describe('PUT /api/v1/identity/{id}', () => {
+    it('lets the identity change its name, email and avatar, publishes identity.updated and serves the new record', async () => {
+      await h.call('GET', `/api/v1/identity/${bob.id}`, { token: bob.token }); // cached now
+      const reply = await h.call('PUT', `/api/v1/identity/${bob.id}`, { token: bob.token, body: { name: 'Robert', avatar: 'https://example.com/b.png' } });
+      expect(reply.status).toBe(200);
+      expect(reply.body).toEqual([expect.objectContaining({ id: bob.id, name: 'Robert', avatar: 'https://example.com/b.png' })]);
+      expect((await h.call('GET', `/api/v1/identity/${bob.id}`, { token: bob.token })).body[0].name).toBe('Robert');
+      const event = await h.event((e) => e.subject === 'identity.updated' && (e.data as { identityId: string }).identityId === bob.id);
+      expect(identityEventSchema.parse(event.data).name).toBe('Robert');
+    });
+
+    it('answers 403 to roles or activation from a non-admin and to another user, 422 for a taken email, 404 for an unknown id', async () => {
+      expect((await h.call('PUT', `/api/v1/identity/${bob.id}`, { token: bob.token, body: { roles: ['admin'] } })).status).toBe(403);
+      expect((await h.call('PUT', `/api/v1/identity/${bob.id}`, { token: bob.token, body: { activated: false } })).status).toBe(403);
+      expect((await h.call('PUT', `/api/v1/identity/${bob.id}`, { token: ada.token, body: { name: 'Mallory' } })).status).toBe(403);
+      expect((await h.call('PUT', `/api/v1/identity/${bob.id}`, { token: bob.token, body: { email: 'Ada@example.com' } })).status).toBe(422);
+      expect((await h.call('PUT', `/api/v1/identity/${randomUUID()}`, { token: admin, body: { name: 'Nobody' } })).status).toBe(404);
+      expect((await h.call('PUT', `/api/v1/identity/${bob.id}`, { token: bob.token, body: { id: randomUUID() } })).status).toBe(400);
+    });
+
+    it('lets an admin or a system token set roles', async () => {
+      const byAdmin = await h.call('PUT', `/api/v1/identity/${bob.id}`, { token: admin, body: { roles: ['admin', 'admin', 'billing.read'] } });
+      expect(byAdmin.body[0].roles).toEqual(['admin', 'billing.read']);
+      const bySystem = await h.call('PUT', `/api/v1/identity/${bob.id}`, { token: system, body: { roles: [] } });
+      expect(bySystem.body[0].roles).toEqual([]);
+    });
+
+    it('has no delete route', async () => {
+      expect((await h.call('DELETE', `/api/v1/identity/${bob.id}`, { token: admin })).status).toBe(404);
+    });
+  });
+
+  describe('internal lookup', () => {
+    const lookup = (body: unknown, token?: string) =>
+      h.call('POST', INTERNAL_ROUTES.identityLookup, { body, token, base: h.platform.services.identity!.url });
+
+    it('finds an identity by email (any case) or id for a system token', async () => {
+      const byEmail = await lookup({ email: 'ADA@example.com' }, system);
+      expect(byEmail.status).toBe(200);
+      expect(byEmail.body).toEqual({ id: ada.id, name: 'Ada', email: 'ada@example.com', roles: [], activated: true });
+      expect((await lookup({ id: ada.id }, system)).body.id).toBe(ada.id);
+      expect((await lookup({ email: 'nobody@example.com' }, system)).status).toBe(404);
+    });
+
+    it('refuses admins and users (403), anonymous callers (401), and is not routed by the gateway', async () => {
+      expect((await lookup({ id: ada.id }, admin)).status).toBe(403);
+      expect((await lookup({ id: ada.id }, ada.token)).status).toBe(403);
+      expect((await lookup({ id: ada.id })).status).toBe(401);
+      expect((await h.call('POST', INTERNAL_ROUTES.identityLookup, { body: { id: ada.id }, token: system })).status).toBe(404);
+    });
+  });
+
+  it('is documented in the merged OpenAPI under the Identity tag, without internal routes', async () => {
+    const docs = await h.call('GET', '/docs/json');
+    const operations = Object.values(docs.body.paths as Record<string, Record<string, { tags?: string[] }>>).flatMap((path) => Object.values(path));
+    const tags = new Set(operations.flatMap((operation) => operation.tags ?? []));
+    expect([...tags]).toEqual(expect.arrayContaining(['Identity', 'Credentials']));
+    expect(docs.body.paths['/api/v1/identity']?.post?.tags).toEqual(['Identity']);
+    expect(docs.body.paths['/api/v1/identity/{id}']?.put?.tags).toEqual(['Identity']);
+    expect(Object.keys(docs.body.paths).some((path) => path.startsWith('/internal'))).toBe(false);
+  });
+});
