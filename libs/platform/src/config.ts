@@ -136,7 +136,7 @@ const configSchema = z.object({
    */
   TRUST_PROXY: z.string().default('loopback,linklocal,uniquelocal'),
   /** The first administrator, created once with a LOCAL password when it does not exist. */
-  BOOTSTRAP_ADMIN_EMAIL: z.email({ error: 'expected an email address' }).optional(),
+  BOOTSTRAP_ADMIN_EMAIL: z.email({ pattern: z.regexes.html5Email, error: 'expected an email address' }).optional(),
   BOOTSTRAP_ADMIN_PASSWORD: z.string().min(12, { error: 'expected a password of at least 12 characters' }).max(1024).optional(),
   /** Set by the all-in-one launcher: enables development defaults such as a generated admin. */
   ALL_IN_ONE: z.stringbool({ error: 'expected true or false' }).default(false),

@@ -74,7 +74,7 @@ export async function startDirectoryDouble(options: { jwksUrl: string; issuer: s
       if (body.provider !== 'LOCAL' || !body.secret) return [400];
       if (passwords.has(body.identity_id!)) return [422];
       passwords.set(body.identity_id!, body.secret);
-      return [201, { id: randomUUID() }];
+      return [201, [{ id: randomUUID() }]];
     },
   };
 

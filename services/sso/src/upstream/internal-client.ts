@@ -30,6 +30,7 @@ export interface IdentityCreateRequest {
 
 /** Read and create answers are arrays of records (DESIGN.md); extra fields are ignored. */
 const createdIdentitySchema = z.array(internalIdentitySchema).length(1).transform((records) => records[0]!);
+const createdCredentialSchema = z.array(z.object({ id: z.uuid() })).length(1);
 
 /**
  * sso's client of the identity and credentials services: their internal routes (system token
@@ -95,7 +96,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
         options.credentialsUrl,
         CREDENTIALS_PATH,
         { identity_id: identityId, provider: 'LOCAL', secret: password },
-        internalIdentitySchema.pick({ id: true }),
+        createdCredentialSchema,
         [201, 422],
       );
       return status === 201;
