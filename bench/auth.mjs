@@ -1,4 +1,4 @@
-/* global fetch, setTimeout */
+/* global fetch, setTimeout, Buffer */
 // `npm run bench:auth`: what authentication costs at the edge. The all-in-one platform (real
 // identity, credentials and sso; Postgres, Redis and NATS when DATABASE_URL, REDIS_URL and
 // NATS_URL are all set, the embedded defaults otherwise), measured with autocannon:
