@@ -1,10 +1,10 @@
-/* global fetch, setTimeout, Buffer */
+/* global fetch, setTimeout */
 // `npm run bench:auth`: what authentication costs at the edge. The all-in-one platform (real
 // identity, credentials and sso; Postgres, Redis and NATS when DATABASE_URL, REDIS_URL and
 // NATS_URL are all set, the embedded defaults otherwise), measured with autocannon:
 //   - bare: a bare Fastify route in the same process (the machine's ceiling, same run);
-//   - an authenticated read-by-id (GET /api/v1/identity/{id}, admin token) through the
-//     gateway with its verified-token cache, and through a second gateway without it;
+//   - an authenticated, cached read-by-id (GET /api/v1/products/{id}, a user's token) through
+//     the gateway with its verified-token cache, and through a second gateway without it;
 //   - logins per second: the password grant through the gateway (argon2id-bound).
 // Each scenario runs BENCH_RUNS times (default 3) for BENCH_DURATION seconds (default 5)
 // with BENCH_CONNECTIONS (default 10); the median run is reported. Run after a build.
@@ -26,13 +26,13 @@ const mode = testModes().includes('real') ? 'real' : 'embedded';
 const deps = await openTestDependencies(mode, {
   BOOTSTRAP_ADMIN_EMAIL: ADMIN.email,
   BOOTSTRAP_ADMIN_PASSWORD: ADMIN.password,
-  PLATFORM_SERVICES: 'identity,credentials,sso',
+  PLATFORM_SERVICES: 'identity,credentials,sso,crud',
 });
 // autocannon ends each run mid-request; the gateway logs those aborts, which are not findings.
 const logger = createLogger({ LOG_LEVEL: 'fatal' });
 const platform = await startPlatform(deps.config, logger, {
   dependencies: { ...deps, logger },
-  ports: { gateway: 0, identity: 0, credentials: 0, sso: 0, health: 0 },
+  ports: { gateway: 0, identity: 0, credentials: 0, sso: 0, crud: 0, health: 0 },
 });
 const urlOf = (name) => platform.services[name].url;
 
@@ -42,6 +42,7 @@ const uncachedConfig = {
   IDENTITY_URL: urlOf('identity'),
   CREDENTIALS_URL: urlOf('credentials'),
   SSO_URL: urlOf('sso'),
+  CRUD_URL: urlOf('crud'),
   HEALTH_URL: urlOf('health'),
   VERIFIED_TOKEN_CACHE_MAX: 0,
 };
@@ -69,10 +70,16 @@ for (let attempt = 0; attempt < 200 && !admin; attempt++) {
   else await new Promise((resolve) => setTimeout(resolve, 50));
 }
 if (!admin) throw new Error('the bootstrap admin could not sign in');
-const adminId = JSON.parse(Buffer.from(admin.split('.')[1], 'base64url').toString()).sub;
 const email = `bench-${randomUUID().slice(0, 8)}@example.com`;
 const user = await post('/api/v1/identity', { name: 'Bench User', email });
 await post('/api/v1/credentials', { identity_id: user.body[0].id, provider: 'LOCAL', secret: USER_PASSWORD }, admin);
+const userToken = (await signIn(email, USER_PASSWORD)).body.access_token;
+const product = await post(
+  '/api/v1/products',
+  { name: 'Banana', price: 1.99, description: 'Yellow and sweet', stock: 120, category: 'Fruits', perishable: true },
+  userToken,
+);
+if (product.status !== 201) throw new Error(`creating the product failed: ${product.status}`);
 
 async function measure(label, options) {
   await autocannon({ ...options, connections: CONNECTIONS, duration: 1 }); // warm-up: JIT, pools, caches
@@ -86,11 +93,11 @@ async function measure(label, options) {
   return { label, ...median, all: runs.map((run) => Math.round(run.rps)) };
 }
 
-const read = `/api/v1/identity/${adminId}`;
+const read = `/api/v1/products/${product.body[0].id}`;
 const results = [
   await measure('bare Fastify route (baseline)', { url: bareUrl }),
-  await measure('GET identity by id via gateway, verified-token cache on', { url: `${platform.url}${read}`, headers: { authorization: `Bearer ${admin}` } }),
-  await measure('GET identity by id via gateway, verified-token cache off', { url: `${uncachedUrl}${read}`, headers: { authorization: `Bearer ${admin}` } }),
+  await measure('cached product read by id via gateway, token cache on', { url: `${platform.url}${read}`, headers: { authorization: `Bearer ${userToken}` } }),
+  await measure('cached product read by id via gateway, token cache off', { url: `${uncachedUrl}${read}`, headers: { authorization: `Bearer ${userToken}` } }),
   await measure('logins (password grant via gateway)', {
     url: `${platform.url}/api/v1/sso/token`,
     method: 'POST',

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startPlatform, type Platform } from '@app/all-in-one';
+import { openPostgres } from '@app/platform';
 import { createTestDatabase, openTestDependencies, readJson, REAL, silentLogger, testModes } from '@app/testing';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -35,6 +36,14 @@ describe.each(testModes())('all-in-one platform (%s)', (mode) => {
     const document = await readJson(await fetch(`${platform.url}/docs/json`));
     expect(document['x-unavailable-services']).toBeUndefined();
     expect(document.tags.map((tag: { name: string }) => tag.name)).toContain('Health');
+  });
+
+  it('routes every generic domain through the gateway, including ones it has no row for', async () => {
+    expect((await fetch(`${platform.url}/api/v1/products/ping`)).status).toBe(200);
+    expect((await fetch(`${platform.url}/api/v1/posts/ping`)).status).toBe(200);
+    const unknown = await fetch(`${platform.url}/api/v1/coupons/ping`);
+    expect(unknown.status).toBe(404);
+    expect(unknown.headers.get('content-type')).toBe('application/problem+json; charset=utf-8');
   });
 
   it('serves every service on loopback and the gateway where HOST says', () => {
@@ -67,7 +76,7 @@ function waitForLog(child: ChildProcess, match: (line: Record<string, unknown>) 
 const built = (entry: string) => join(root, entry);
 
 describe('standalone entries', () => {
-  const entries = ['services/health/dist/main.js', 'services/gateway/dist/main.js', 'apps/all-in-one/dist/main.js'];
+  const entries = ['services/health/dist/main.js', 'services/gateway/dist/main.js', 'services/identity/dist/migrate.js', 'apps/all-in-one/dist/main.js'];
   beforeAll(() => {
     // The built entries are what containers run; `npm run build` makes them.
     const missing = entries.filter((entry) => !existsSync(built(entry)));
@@ -95,6 +104,31 @@ describe('standalone entries', () => {
       await db?.drop();
     }
   }, 60_000);
+
+  if (REAL.databaseUrl) {
+    const baseUrl = REAL.databaseUrl;
+    it('applies a service migrations from its built migrate entry, once, as a Job would', async () => {
+      const db = await createTestDatabase(baseUrl);
+      const run = () =>
+        new Promise<number | null>((resolve) => {
+          const child = spawn(process.execPath, [built('services/identity/dist/migrate.js')], {
+            env: { PATH: process.env.PATH, DATABASE_URL: db.url, LOG_LEVEL: 'silent' },
+            stdio: 'ignore',
+          });
+          child.once('exit', resolve);
+        });
+      try {
+        expect(await run()).toBe(0);
+        expect(await run()).toBe(0);
+        const database = openPostgres({ url: db.url, poolMax: 1, logger: silentLogger() });
+        const applied = await database.query<{ count: string }>('select count(*) from "identity"."_migrations"');
+        await database.close();
+        expect(Number(applied[0]?.count)).toBeGreaterThan(0);
+      } finally {
+        await db.drop();
+      }
+    }, 60_000);
+  }
 
   it('refuses to start on a bad environment, naming the variable', async () => {
     const child = spawn(process.execPath, [built('services/gateway/dist/main.js')], {

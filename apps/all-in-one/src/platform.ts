@@ -1,4 +1,5 @@
 import { credentialsService } from '@app/credentials';
+import { crudService } from '@app/crud-service';
 import { buildApp as buildGateway, routingTable } from '@app/gateway';
 import { healthService } from '@app/health';
 import { identityService } from '@app/identity';
@@ -23,6 +24,7 @@ const DOMAIN_DEFINITIONS: Partial<Record<ServiceName, ServiceDefinition>> = {
   identity: identityService,
   credentials: credentialsService,
   sso: ssoService,
+  crud: crudService,
 };
 
 /** A port free right now on loopback (the OS picks it; the socket is closed before returning). */

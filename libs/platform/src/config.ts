@@ -47,7 +47,7 @@ export type ServiceName = keyof typeof DEFAULT_PORTS;
  * The domain services behind the gateway, in start order. The gateway routes to them and the
  * health service reports on them; `PLATFORM_SERVICES` narrows the list for a deployment.
  */
-export const DOMAIN_SERVICES: readonly ServiceName[] = ['identity', 'credentials', 'sso'];
+export const DOMAIN_SERVICES: readonly ServiceName[] = ['identity', 'credentials', 'sso', 'crud'];
 
 const configSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
@@ -64,6 +64,12 @@ const configSchema = z.object({
   REDIS_URL: urlWithProtocols(['redis', 'rediss']).optional(),
   /** Entries the in-process cache holds before it evicts the least recently used. */
   CACHE_MAX_ENTRIES: positiveInt('a whole number of entries, at least 1').default(10_000),
+  /** Seconds a cached record or list page lives (DESIGN "Cache": 600); 0 turns the crud cache off. */
+  CACHE_TTL_SECONDS: z.coerce
+    .number({ error: 'expected a whole number of seconds, 0 or more' })
+    .int({ error: 'expected a whole number of seconds, 0 or more' })
+    .min(0, { error: 'expected a whole number of seconds, 0 or more' })
+    .default(600),
   NATS_URL: z
     .string()
     .refine((v) => v.split(',').every((s) => /^(nats|tls):\/\/[^\s]+$/.test(s.trim())), {

@@ -131,6 +131,31 @@ export function loadConfigOrExit(): PlatformConfig {
   }
 }
 
+/**
+ * The migration entry of one service (`node services/<name>/dist/migrate.js`): applies its
+ * pending migrations and exits, as a Kubernetes Job does before a rollout.
+ */
+export async function runMigrationsStandalone(definition: ServiceDefinition): Promise<void> {
+  const config = loadConfigOrExit();
+  const logger = createLogger(config);
+  if (!config.DATABASE_URL) {
+    logger.fatal('DATABASE_URL is not set: standalone migrations need the real database');
+    process.exit(78);
+  }
+  const database = openPostgres({ url: config.DATABASE_URL, poolMax: 1, logger });
+  try {
+    if (definition.migrations) {
+      const result = await migrate(database, { schema: definition.name, directory: definition.migrations, logger });
+      logger.info({ schema: definition.name, applied: result.applied.length, skipped: result.skipped.length }, 'migrations done');
+    }
+  } catch (error) {
+    logger.fatal({ err: error }, 'migrations failed');
+    process.exitCode = 1;
+  } finally {
+    await database.close();
+  }
+}
+
 /** The standalone entry of one service: what `node services/<name>/dist/main.js` runs. */
 export async function runStandalone(definition: ServiceDefinition, defaultPort: number): Promise<void> {
   const config = loadConfigOrExit();

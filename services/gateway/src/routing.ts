@@ -13,7 +13,9 @@ export const SERVICE_PREFIXES: Partial<Record<ServiceName, string[]>> = {
   identity: ['/api/v1/identity'],
   credentials: ['/api/v1/credentials'],
   sso: ['/api/v1/sso', '/.well-known/openid-configuration'],
-  crud: ['/api/v1/products', '/api/v1/posts'],
+  // Generic domains: whatever else is under /api/v1 (the other services' longer prefixes win),
+  // so a new domain is served through the gateway without touching this table.
+  crud: ['/api/v1'],
 };
 
 /** The routing table for a deployment: health, plus every service the configuration lists. */

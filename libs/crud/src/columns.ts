@@ -1,0 +1,85 @@
+import { issueKey } from '@app/platform';
+import { z } from 'zod';
+import './errors.js';
+
+/** How a column is stored and bound in SQL; derived from its zod schema. */
+export type ColumnKind = 'text' | 'enum' | 'integer' | 'decimal' | 'boolean';
+
+/** The Postgres type each kind's parameters are cast to, so a value is never bound by guess. */
+export const SQL_TYPES: Record<ColumnKind, string> = {
+  text: 'text',
+  enum: 'text',
+  integer: 'integer',
+  decimal: 'numeric',
+  boolean: 'boolean',
+};
+
+export interface Column {
+  name: string;
+  kind: ColumnKind;
+  /** What a stored, non-null value satisfies: the declared schema plus the storage bounds. */
+  value: z.ZodType;
+  /** Required on create and never null; optional columns are nullable. */
+  required: boolean;
+}
+
+/** Postgres `integer` bounds: a larger value must be a 400, never an out-of-range database error. */
+const INT4_MIN = -2_147_483_648;
+const INT4_MAX = 2_147_483_647;
+
+/**
+ * A fixed-point number column, `decimal(precision, scale)` in SQL: at most `scale` decimals and
+ * `precision - scale` integer digits, so every accepted value fits the column exactly.
+ * Chain further bounds (`decimal({ precision: 10, scale: 2 }).min(0)`).
+ */
+export function decimal(options: { precision: number; scale: number }) {
+  const step = 10 ** -options.scale;
+  const largest = Number((10 ** (options.precision - options.scale) - step).toFixed(options.scale));
+  return z.number().multipleOf(step).min(-largest).max(largest);
+}
+
+/** Postgres text cannot hold U+0000; rejecting it here keeps it a 400 instead of a database error. */
+const withoutNul = (schema: z.ZodString) =>
+  schema.refine((value) => !value.includes('\u0000'), issueKey('crud.nulCharacter'));
+
+/**
+ * Reads a column's zod schema: its kind, whether it is required, and its value schema with the
+ * storage bounds the declared schema may have left out (Postgres integer range, no NUL in text).
+ */
+export function describeColumn(name: string, declared: z.ZodType): Column {
+  let schema = declared;
+  let required = true;
+  while (schema instanceof z.ZodOptional || schema instanceof z.ZodNullable) {
+    required = false;
+    schema = schema.unwrap() as z.ZodType;
+  }
+  if (schema instanceof z.ZodString) return { name, kind: 'text', value: withoutNul(schema), required };
+  if (schema instanceof z.ZodEnum) return { name, kind: 'enum', value: schema, required };
+  if (schema instanceof z.ZodBoolean) return { name, kind: 'boolean', value: schema, required };
+  if (schema instanceof z.ZodNumber) {
+    if (schema.isInt) return { name, kind: 'integer', value: schema.min(INT4_MIN).max(INT4_MAX), required };
+    return { name, kind: 'decimal', value: schema, required };
+  }
+  throw new Error(
+    `column "${name}": unsupported schema type "${schema.def.type}"; use z.string(), z.enum(), z.boolean(), ` +
+      'z.number().int() or decimal(), optionally .optional()',
+  );
+}
+
+/**
+ * A filter's value arrives as a query string; this parses it into the column's type and then
+ * applies the column's own schema, so `?stock=abc` or `?perishable=maybe` is a 400.
+ */
+export function filterSchema(column: Column): z.ZodType {
+  switch (column.kind) {
+    case 'text':
+    case 'enum':
+      return column.value;
+    case 'boolean':
+      return z.enum(['true', 'false']).transform((value) => value === 'true');
+    case 'integer':
+      return z.string().regex(/^-?\d{1,10}$/).transform(Number).pipe(column.value as z.ZodType<number, number>);
+    case 'decimal':
+      return z.string().regex(/^-?\d{1,30}(\.\d{1,30})?$/).transform(Number).pipe(column.value as z.ZodType<number, number>);
+  }
+}

@@ -1,0 +1,166 @@
+import { z } from 'zod';
+import type { FastifyPluginAsync } from 'fastify';
+import { describeColumn, filterSchema, type Column } from './columns.js';
+import { createDomainPlugin, type CrudPluginOptions } from './routes.js';
+
+/** What a domain is declared with: one call per domain, in one definition file. */
+export interface DomainSpec<C extends Record<string, z.ZodType>> {
+  /** Singular and lower-case: the table name, the tag (capitalized) and the event subjects `crud.<name>.*`. */
+  name: string;
+  /** The collection's path segment; `<name>s` by default. */
+  plural?: string;
+  /** Where the routes live; `/api/v1/<plural>` by default. Registration may override it. */
+  prefix?: string;
+  /** The record's own fields as zod schemas; `.optional()` makes a column nullable and not required. */
+  columns: C;
+  /** Columns under a unique index: a create or update that would repeat a value is a 422. */
+  unique?: readonly (keyof C & string)[];
+  /** Columns the migration indexes (each together with id), so filtering or sorting on them reads one page. */
+  indexes?: readonly (keyof C & string)[];
+}
+
+/** The fields every generic record has besides its columns. */
+export const COMMON_FIELDS = ['id', 'activated', 'createdAt', 'updatedAt'] as const;
+/** Query parameters of a list; a column cannot take these names. */
+const PAGING_PARAMS = ['limit', 'offset', 'sort'];
+
+/** Largest page a list answers; bounds what one request can make the database read. */
+export const MAX_LIMIT = 100;
+export const DEFAULT_LIMIT = 20;
+export const DEFAULT_SORT = '-createdAt';
+
+/** Identifiers reach SQL only from definitions, and only if they match these, so quoting is never asked to do more. */
+const TABLE_NAME = /^[a-z][a-z0-9_]{0,62}$/;
+const COLUMN_NAME = /^[a-z][a-zA-Z0-9]{0,62}$/;
+const PATH_SEGMENT = /^[a-z][a-z0-9-]{0,62}$/;
+
+export interface DomainSchemas {
+  /** A stored record, as every read answers it (in an array). */
+  record: z.ZodType;
+  records: z.ZodType;
+  /** Body of POST: every column with its bounds; optional columns may be omitted or null. */
+  create: z.ZodType;
+  /** Body of PUT: the create schema with every field optional. */
+  update: z.ZodType;
+  /** Path parameters of the routes on one record. */
+  params: z.ZodObject<{ id: z.ZodUUID }>;
+  /** Query of a list: paging, sort and an equality filter per field but id. */
+  query: z.ZodType<ListQuery>;
+  headers: z.ZodType;
+  listHeaders: z.ZodType;
+}
+
+/** A parsed list query: paging and sort, plus the filters that were given. */
+export interface ListQuery {
+  limit: number;
+  offset: number;
+  sort: string;
+  [filter: string]: unknown;
+}
+
+/** A defined domain: everything the routes, service and repository need, derived once. */
+export interface Domain {
+  name: string;
+  plural: string;
+  prefix: string;
+  /** OpenAPI tag: the capitalized name. */
+  tag: string;
+  /** The table, in the owning service's schema: the singular name. */
+  table: string;
+  columns: readonly Column[];
+  /** Every field of a record, in answer order: id, the columns, activated, createdAt, updatedAt. */
+  fields: readonly string[];
+  unique: readonly string[];
+  indexes: readonly string[];
+  schemas: DomainSchemas;
+  /** Serves the six routes under `prefix`: register it with the owning service's adapters. */
+  plugin: FastifyPluginAsync<CrudPluginOptions>;
+}
+
+const capitalize = (name: string) => name.charAt(0).toUpperCase() + name.slice(1);
+
+/**
+ * Declares a generic CRUD domain. Register `crudRoutes(domain, ...)` to serve it; the table,
+ * Prisma model and migration are written beside the definition (see the README).
+ */
+export function defineDomain<const C extends Record<string, z.ZodType>>(spec: DomainSpec<C>): Domain {
+  if (!TABLE_NAME.test(spec.name)) throw new Error(`domain name "${spec.name}" must be lower-case letters, digits or _`);
+  const plural = spec.plural ?? `${spec.name}s`;
+  if (!PATH_SEGMENT.test(plural)) throw new Error(`plural "${plural}" must be a lower-case path segment`);
+  const columns = Object.entries(spec.columns).map(([name, schema]) => {
+    if (!COLUMN_NAME.test(name)) throw new Error(`column "${name}" of ${spec.name} must be camelCase letters and digits`);
+    if ([...COMMON_FIELDS, ...PAGING_PARAMS].includes(name)) throw new Error(`column "${name}" of ${spec.name} is reserved`);
+    return describeColumn(name, schema);
+  });
+  const names = new Set(columns.map((column) => column.name));
+  for (const name of [...(spec.unique ?? []), ...(spec.indexes ?? [])]) {
+    if (!names.has(name)) throw new Error(`"${name}" is listed in unique or indexes of ${spec.name} but is not a column`);
+  }
+  const tag = capitalize(spec.name);
+  const domain: Domain = {
+    name: spec.name,
+    plural,
+    prefix: spec.prefix ?? `/api/v1/${plural}`,
+    tag,
+    table: spec.name,
+    columns,
+    fields: ['id', ...columns.map((column) => column.name), 'activated', 'createdAt', 'updatedAt'],
+    unique: [...(spec.unique ?? [])],
+    indexes: [...(spec.indexes ?? [])],
+    schemas: buildSchemas(spec.name, tag, columns),
+    plugin: async () => undefined,
+  };
+  domain.plugin = createDomainPlugin(domain);
+  return domain;
+}
+
+function buildSchemas(name: string, tag: string, columns: Column[]): DomainSchemas {
+  const shape = (fn: (column: Column) => z.ZodType) => Object.fromEntries(columns.map((column) => [column.name, fn(column)]));
+  const timestamp = z.iso.datetime();
+  const record = z
+    .object({
+      id: z.uuid(),
+      ...shape((column) => (column.required ? column.value : column.value.nullable())),
+      activated: z.boolean(),
+      createdAt: timestamp,
+      updatedAt: timestamp,
+    })
+    .meta({ id: tag, description: `A ${name} record` });
+  const writable = shape((column) => (column.required ? column.value : column.value.nullable().optional()));
+  const create = z
+    .strictObject({ ...writable, activated: z.boolean().optional().describe('true when omitted') })
+    .meta({ id: `${tag}Create`, description: `A new ${name}; id, createdAt and updatedAt are set by the service` });
+  const update = z
+    .strictObject({ ...shape((column) => (column.required ? column.value.optional() : column.value.nullable().optional())), activated: z.boolean().optional() })
+    .meta({ id: `${tag}Update`, description: `The fields of a ${name} to change; the others keep their values` });
+
+  const fields = ['id', ...columns.map((column) => column.name), 'activated', 'createdAt', 'updatedAt'];
+  const sortValues = fields.flatMap((field) => [field, `-${field}`]) as [string, ...string[]];
+  const query = z.strictObject({
+    limit: z.coerce.number().int().min(1).max(MAX_LIMIT).default(DEFAULT_LIMIT).describe(`Page size, 1 to ${MAX_LIMIT}`),
+    offset: z.coerce.number().int().min(0).default(0).describe('Records to skip'),
+    sort: z.enum(sortValues).default(DEFAULT_SORT).describe('A field, descending when prefixed by "-"; ties are broken by id'),
+    ...shape((column) => filterSchema(column).optional().describe(`Only records whose ${column.name} equals this`)),
+    activated: z.enum(['true', 'false']).transform((value) => value === 'true').optional(),
+    createdAt: timestamp.optional(),
+    updatedAt: timestamp.optional(),
+  }) as unknown as z.ZodType<ListQuery>;
+
+  const headers = z.looseObject({
+    'accept-language': z.string().optional().describe('Language of error messages: en, pt-BR, es, fr or de'),
+  });
+  const listHeaders = z.looseObject({
+    'accept-language': z.string().optional().describe('Language of error messages: en, pt-BR, es, fr or de'),
+    prefer: z.string().optional().describe('"count=exact" adds the total as Content-Range'),
+  });
+  return {
+    record,
+    records: z.array(record),
+    create,
+    update,
+    params: z.object({ id: z.uuid().describe(`The ${name}'s id`) }),
+    query,
+    headers,
+    listHeaders,
+  };
+}

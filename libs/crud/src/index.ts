@@ -1,0 +1,24 @@
+export { decimal, describeColumn, type Column, type ColumnKind } from './columns.js';
+export {
+  COMMON_FIELDS,
+  DEFAULT_LIMIT,
+  DEFAULT_SORT,
+  defineDomain,
+  MAX_LIMIT,
+  type Domain,
+  type DomainSchemas,
+  type DomainSpec,
+  type ListQuery,
+} from './define-domain.js';
+export { recordNotFound, uniqueConflict } from './errors.js';
+export { createRecordCache, type ListPage, type RecordCache, type RecordCacheOptions } from './record-cache.js';
+export {
+  createDomainRepository,
+  type DomainRecord,
+  type DomainRepository,
+  type PrismaRawClient,
+  type PrismaRawSession,
+  type RecordValues,
+} from './repository.js';
+export { createDomainPlugin, prefersExactCount, type CrudPluginOptions } from './routes.js';
+export { createDomainService, normalizeQuery, type DomainService, type DomainServiceDependencies } from './service.js';

@@ -1,0 +1,187 @@
+import { crudEventSubject, type CrudRecordEvent } from '@app/contracts';
+import { enqueueEvent, quoteIdent } from '@app/platform';
+import { SQL_TYPES } from './columns.js';
+import type { Domain, ListQuery } from './define-domain.js';
+
+/*
+ * How the generic repository talks to the database: through Prisma's raw API
+ * ($queryRawUnsafe in an interactive $transaction), not through generated model delegates.
+ *  - The kit serves tables it learns about at run time; a delegate looked up by name
+ *    (`prisma[domain.name]`) would be as untyped as SQL, and the kit cannot import any
+ *    service's generated client.
+ *  - Create must be one atomic `INSERT ... ON CONFLICT DO NOTHING RETURNING`: "no row" is
+ *    the 422, with no exception, so the event enqueued in the same transaction is simply
+ *    skipped. Delegates either throw on the conflict (which aborts the whole transaction in
+ *    Postgres) or, with createManyAndReturn + skipDuplicates, still need a second query.
+ *  - It stays safe: every identifier comes from a definition that defineDomain checked
+ *    against a strict pattern (and is quoted), and every value is a bound parameter with an
+ *    explicit cast, so a request can never change the SQL text.
+ * Prisma remains the one client: it owns the connection pool, the driver adapters (pg and
+ * PGlite) and the transaction the outbox event rides in.
+ */
+
+/** The part of a Prisma client the repository uses; a generated PrismaClient satisfies it. */
+export interface PrismaRawClient extends PrismaRawSession {
+  $transaction<T>(fn: (tx: PrismaRawSession) => Promise<T>): Promise<T>;
+}
+
+export interface PrismaRawSession {
+  $queryRawUnsafe<T = unknown>(query: string, ...values: unknown[]): Promise<T>;
+  $executeRawUnsafe(query: string, ...values: unknown[]): Promise<number>;
+}
+
+/** A record as it is answered: JSON-ready values (ISO timestamps, numbers for decimals). */
+export type DomainRecord = Record<string, unknown>;
+
+/** The values of a create or update body, already validated against the domain's schemas. */
+export type RecordValues = Record<string, unknown>;
+
+export type UpdateResult = { status: 'updated'; record: DomainRecord } | { status: 'not-found' } | { status: 'conflict' };
+
+/** The persistence port of a generic domain. */
+export interface DomainRepository {
+  findById(id: string): Promise<DomainRecord | undefined>;
+  /** One page in the query's order, plus whether a next page exists (one row more is read, never a count). */
+  list(query: ListQuery): Promise<{ records: DomainRecord[]; hasMore: boolean }>;
+  /** How many records match the query's filters (for `Prefer: count=exact`). */
+  count(query: ListQuery): Promise<number>;
+  /** Inserts and enqueues `crud.<domain>.created`; undefined when a unique value is taken. */
+  create(values: RecordValues): Promise<DomainRecord | undefined>;
+  /** Updates and enqueues `crud.<domain>.updated` in one transaction. */
+  update(id: string, values: RecordValues): Promise<UpdateResult>;
+  /** Deletes and enqueues `crud.<domain>.deleted`; false when no record had the id. */
+  delete(id: string): Promise<boolean>;
+}
+
+export interface RepositoryOptions {
+  /** The Postgres schema of the owning service: the table and the outbox live in it. */
+  schema: string;
+}
+
+/** Postgres reports a unique violation as 23505; Prisma wraps it (P2002, or P2010 for raw queries). */
+function isUniqueViolation(error: unknown): boolean {
+  const e = error as {
+    code?: string;
+    meta?: { code?: string; driverAdapterError?: { cause?: { kind?: string; originalCode?: string } } };
+  };
+  if (e?.code === 'P2002') return true;
+  const cause = e?.meta?.driverAdapterError?.cause;
+  return cause?.kind === 'UniqueConstraintViolation' || cause?.originalCode === '23505' || e?.meta?.code === '23505';
+}
+
+const FIELD_TYPES: Record<string, string> = { activated: 'boolean', createdAt: 'timestamptz', updatedAt: 'timestamptz', id: 'uuid' };
+
+/** The generic repository of one domain, over the service's Prisma client. */
+export function createDomainRepository(domain: Domain, prisma: PrismaRawClient, options: RepositoryOptions): DomainRepository {
+  const table = `${quoteIdent(options.schema)}.${quoteIdent(domain.table)}`;
+  const selectList = domain.fields.map(quoteIdent).join(', ');
+  const typeOf: Record<string, string> = {
+    ...FIELD_TYPES,
+    ...Object.fromEntries(domain.columns.map((column) => [column.name, SQL_TYPES[column.kind]])),
+  };
+  const decimals = domain.columns.filter((column) => column.kind === 'decimal').map((column) => column.name);
+  const writable = new Set([...domain.columns.map((column) => column.name), 'activated']);
+
+  /** Shapes a row in field order: timestamps as ISO strings, decimals as numbers whatever the driver returned. */
+  const toRecord = (row: Record<string, unknown>): DomainRecord => {
+    const record: DomainRecord = {};
+    for (const field of domain.fields) {
+      const value = row[field];
+      record[field] = value instanceof Date ? value.toISOString() : value ?? null;
+    }
+    for (const field of decimals) if (record[field] !== null) record[field] = Number(record[field]);
+    return record;
+  };
+
+  /** `"a" = $1::text and "b" = $2::integer` for the filters present in a list query. */
+  const whereOf = (query: ListQuery, params: unknown[]) => {
+    const conditions = Object.keys(query)
+      .filter((field) => Object.hasOwn(typeOf, field) && field !== 'id' && query[field] !== undefined)
+      .sort()
+      .map((field) => {
+        params.push(query[field]);
+        return `${quoteIdent(field)} = $${params.length}::${typeOf[field]}`;
+      });
+    return conditions.length > 0 ? ` where ${conditions.join(' and ')}` : '';
+  };
+
+  /** Only columns the schema allows reach SQL; everything else in the object is ignored. */
+  const entriesOf = (values: RecordValues) => Object.entries(values).filter(([field, value]) => writable.has(field) && value !== undefined);
+
+  const event = (id: string, occurredAt: string): CrudRecordEvent => ({ domain: domain.name, id, occurredAt });
+
+  return {
+    findById: async (id) => {
+      const rows = await prisma.$queryRawUnsafe<Record<string, unknown>[]>(`select ${selectList} from ${table} where "id" = $1::uuid`, id);
+      return rows[0] ? toRecord(rows[0]) : undefined;
+    },
+
+    list: async (query) => {
+      const params: unknown[] = [];
+      const where = whereOf(query, params);
+      const descending = query.sort.startsWith('-');
+      const field = descending ? query.sort.slice(1) : query.sort;
+      const direction = descending ? 'desc' : 'asc';
+      if (!Object.hasOwn(typeOf, field)) throw new Error(`unknown sort field ${field}`);
+      params.push(query.limit + 1, query.offset);
+      const rows = await prisma.$queryRawUnsafe<Record<string, unknown>[]>(
+        `select ${selectList} from ${table}${where} order by ${quoteIdent(field)} ${direction}, "id" ${direction} ` +
+          `limit $${params.length - 1}::int8 offset $${params.length}::int8`,
+        ...params,
+      );
+      return { records: rows.slice(0, query.limit).map(toRecord), hasMore: rows.length > query.limit };
+    },
+
+    count: async (query) => {
+      const params: unknown[] = [];
+      const rows = await prisma.$queryRawUnsafe<{ total: number }[]>(`select count(*)::int4 as total from ${table}${whereOf(query, params)}`, ...params);
+      return Number(rows[0]?.total ?? 0);
+    },
+
+    create: async (values) =>
+      prisma.$transaction(async (tx) => {
+        const entries = entriesOf(values);
+        const sql =
+          entries.length === 0
+            ? `insert into ${table} default values on conflict do nothing returning ${selectList}`
+            : `insert into ${table} (${entries.map(([field]) => quoteIdent(field)).join(', ')}) ` +
+              `values (${entries.map(([field], i) => `$${i + 1}::${typeOf[field]}`).join(', ')}) ` +
+              `on conflict do nothing returning ${selectList}`;
+        const rows = await tx.$queryRawUnsafe<Record<string, unknown>[]>(sql, ...entries.map(([, value]) => value));
+        if (!rows[0]) return undefined;
+        const record = toRecord(rows[0]);
+        await enqueueEvent(tx, options.schema, crudEventSubject(domain.name, 'created'), event(String(record.id), String(record.createdAt)));
+        return record;
+      }),
+
+    update: async (id, values) => {
+      const entries = entriesOf(values);
+      const assignments = [...entries.map(([field], i) => `${quoteIdent(field)} = $${i + 2}::${typeOf[field]}`), '"updatedAt" = now()'];
+      try {
+        return await prisma.$transaction(async (tx): Promise<UpdateResult> => {
+          const rows = await tx.$queryRawUnsafe<Record<string, unknown>[]>(
+            `update ${table} set ${assignments.join(', ')} where "id" = $1::uuid returning ${selectList}`,
+            id,
+            ...entries.map(([, value]) => value),
+          );
+          if (!rows[0]) return { status: 'not-found' };
+          const record = toRecord(rows[0]);
+          await enqueueEvent(tx, options.schema, crudEventSubject(domain.name, 'updated'), event(id, String(record.updatedAt)));
+          return { status: 'updated', record };
+        });
+      } catch (error) {
+        // Unlike an insert, an update has no ON CONFLICT: the violation aborts the transaction.
+        if (isUniqueViolation(error)) return { status: 'conflict' };
+        throw error;
+      }
+    },
+
+    delete: async (id) =>
+      prisma.$transaction(async (tx) => {
+        const rows = await tx.$queryRawUnsafe<unknown[]>(`delete from ${table} where "id" = $1::uuid returning "id"`, id);
+        if (rows.length === 0) return false;
+        await enqueueEvent(tx, options.schema, crudEventSubject(domain.name, 'deleted'), event(id, new Date().toISOString()));
+        return true;
+      }),
+  };
+}

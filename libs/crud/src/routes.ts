@@ -1,0 +1,172 @@
+import { authenticate, problemSchema, type App, type Cache, type Logger, type TokenVerifier } from '@app/platform';
+import type { FastifyPluginAsync, FastifyReply, onRequestAsyncHookHandler } from 'fastify';
+import { z } from 'zod';
+import type { Domain, ListQuery } from './define-domain.js';
+import { createRecordCache } from './record-cache.js';
+import { createDomainRepository, type PrismaRawClient, type RecordValues } from './repository.js';
+import { createDomainService, type DomainService } from './service.js';
+
+/** What a domain's plugin is registered with: the owning service's adapters. */
+export interface CrudPluginOptions {
+  /** The owning service's Prisma client. */
+  prisma: PrismaRawClient;
+  /** The owning service's Postgres schema, holding the table and the outbox. */
+  schema: string;
+  cache: Cache;
+  /** Seconds a record or list page stays cached; 0 turns the cache off. */
+  cacheTtlSeconds: number;
+  verifier: TokenVerifier;
+  logger: Logger;
+  /** Called after every committed change (wake the outbox relay). */
+  onCommitted?: () => void;
+  /**
+   * Fastify's own register option: when given, the routes live under it instead of the
+   * domain's prefix (`app.register(product.plugin, { prefix: '/v2/goods', ... })`).
+   */
+  prefix?: string;
+}
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+/** Responses every protected route can give besides its own. */
+const COMMON_ERRORS = { 400: problemSchema, 401: problemSchema, 500: problemSchema };
+const NO_CONTENT = z.null().describe('No content');
+
+/** True when a Prefer header (RFC 7240) asks for `count=exact`. */
+export function prefersExactCount(header: string | string[] | undefined): boolean {
+  if (header === undefined) return false;
+  return [header].flat().some((value) => value.split(/[,;]/).some((token) => token.trim().toLowerCase() === 'count=exact'));
+}
+
+/** RFC 8288 links to the neighbouring pages, relative to the request's path so they hold behind the gateway. */
+function pageLinks(path: string, query: ListQuery, hasMore: boolean): string | undefined {
+  const link = (offset: number, rel: string) => {
+    const params = new URLSearchParams();
+    for (const [key, value] of Object.entries({ ...query, offset })) if (value !== undefined) params.set(key, String(value));
+    return `<${path}?${params.toString()}>; rel="${rel}"`;
+  };
+  const links = [
+    ...(hasMore ? [link(query.offset + query.limit, 'next')] : []),
+    ...(query.offset > 0 ? [link(Math.max(0, query.offset - query.limit), 'prev')] : []),
+  ];
+  return links.length > 0 ? links.join(', ') : undefined;
+}
+
+const sendJson = (reply: FastifyReply, status: number, body: string) => reply.code(status).type(JSON_TYPE).send(body);
+
+/** The six routes of a domain, relative to its prefix. */
+function registerRoutes(app: App, domain: Domain, service: DomainService, verifier: TokenVerifier): void {
+  const { schemas, tag, name, plural } = domain;
+  const requireToken = authenticate(verifier) as unknown as onRequestAsyncHookHandler;
+  const secured = { tags: [tag], security: [{ bearerAuth: [] }], headers: schemas.headers };
+
+  app.get(
+    '/ping',
+    { schema: { tags: [tag], summary: `Check that the ${plural} routes answer (no token needed)`, response: { 200: NO_CONTENT, 500: problemSchema } } },
+    async (_request, reply) => (reply as FastifyReply).code(200).send(),
+  );
+
+  app.get(
+    '/:id',
+    {
+      onRequest: requireToken,
+      schema: {
+        ...secured,
+        summary: `Read one ${name} by id`,
+        params: schemas.params,
+        response: { 200: schemas.records, 404: problemSchema, ...COMMON_ERRORS },
+      },
+    },
+    async (request, reply) => sendJson(reply, 200, await service.read(request.params.id)),
+  );
+
+  app.get(
+    '/',
+    {
+      onRequest: requireToken,
+      schema: {
+        ...secured,
+        headers: schemas.listHeaders,
+        summary: `List ${plural}: paged, sorted and filtered by equality on any field but id`,
+        description: 'Answers a Link header (next/prev); `Prefer: count=exact` adds the total as Content-Range.',
+        querystring: schemas.query,
+        response: { 200: schemas.records, ...COMMON_ERRORS },
+      },
+    },
+    async (request, reply) => {
+      const query = request.query as ListQuery;
+      const count = prefersExactCount(request.headers.prefer);
+      const page = await service.list(query, { count });
+      const links = pageLinks((request.url.split('?')[0] ?? '/'), query, page.hasMore);
+      if (links) reply.header('link', links);
+      if (page.total !== undefined) {
+        reply.header('preference-applied', 'count=exact');
+        const range = page.size > 0 ? `${query.offset}-${query.offset + page.size - 1}` : '*';
+        reply.header('content-range', `items ${range}/${page.total}`);
+      }
+      return sendJson(reply, 200, page.body);
+    },
+  );
+
+  app.post(
+    '/',
+    {
+      onRequest: requireToken,
+      schema: {
+        ...secured,
+        summary: `Create a ${name}`,
+        body: schemas.create,
+        response: { 201: schemas.records, 422: problemSchema, ...COMMON_ERRORS },
+      },
+    },
+    async (request, reply) => sendJson(reply, 201, await service.create(request.body as RecordValues)),
+  );
+
+  app.put(
+    '/:id',
+    {
+      onRequest: requireToken,
+      schema: {
+        ...secured,
+        summary: `Update a ${name}: only the fields given change`,
+        params: schemas.params,
+        body: schemas.update,
+        response: { 200: schemas.records, 404: problemSchema, 422: problemSchema, ...COMMON_ERRORS },
+      },
+    },
+    async (request, reply) => sendJson(reply, 200, await service.update(request.params.id, request.body as RecordValues)),
+  );
+
+  app.delete(
+    '/:id',
+    {
+      onRequest: requireToken,
+      schema: {
+        ...secured,
+        summary: `Delete a ${name}`,
+        params: schemas.params,
+        response: { 204: NO_CONTENT, 404: problemSchema, ...COMMON_ERRORS },
+      },
+    },
+    async (request, reply) => {
+      await service.delete(request.params.id);
+      return (reply as FastifyReply).code(204).send();
+    },
+  );
+}
+
+/** Builds the Fastify plugin serving a domain: repository, cache and service wired from the options. */
+export function createDomainPlugin(domain: Domain): FastifyPluginAsync<CrudPluginOptions> {
+  return async (fastify, options) => {
+    const app = fastify as unknown as App;
+    const service = createDomainService(domain, {
+      repository: createDomainRepository(domain, options.prisma, { schema: options.schema }),
+      cache: createRecordCache({ cache: options.cache, domain: domain.name, ttlSeconds: options.cacheTtlSeconds, logger: options.logger }),
+      onCommitted: options.onCommitted,
+    });
+    if (options.prefix) {
+      registerRoutes(app, domain, service, options.verifier);
+      return;
+    }
+    await app.register(async (scoped) => registerRoutes(scoped as unknown as App, domain, service, options.verifier), { prefix: domain.prefix });
+  };
+}

@@ -1,0 +1,63 @@
+import { randomUUID } from 'node:crypto';
+import { describe, expect, it } from '@jest/globals';
+import { createMemoryCache, createRedisCache, type Cache } from '@app/platform';
+import { REAL, silentLogger } from '@app/testing';
+import { createRecordCache } from '../src/index.js';
+
+const caches: [string, () => Promise<Cache>][] = [['memory', async () => createMemoryCache({ maxEntries: 100 })]];
+if (REAL.redisUrl) {
+  caches.push(['redis', () => createRedisCache({ url: REAL.redisUrl!, logger: silentLogger(), keyPrefix: `test:${randomUUID()}:` })]);
+}
+
+describe.each(caches)('record cache over %s', (_kind, open) => {
+  it('shares one database read among concurrent misses on one key', async () => {
+    const cache = await open();
+    const records = createRecordCache({ cache, domain: 'thing', ttlSeconds: 600, logger: silentLogger() });
+    let reads = 0;
+    const load = async () => {
+      reads += 1;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      return '[{"id":"1"}]';
+    };
+    const answers = await Promise.all(Array.from({ length: 20 }, () => records.record('1', load)));
+    expect(answers).toEqual(Array(20).fill('[{"id":"1"}]'));
+    expect(reads).toBe(1);
+    expect(await records.record('1', load)).toBe('[{"id":"1"}]');
+    expect(reads).toBe(1);
+    await cache.close();
+  });
+
+  it('does not store a read that began before an invalidation', async () => {
+    const cache = await open();
+    const records = createRecordCache({ cache, domain: 'thing', ttlSeconds: 600, logger: silentLogger() });
+    let release!: () => void;
+    const slow = records.record('2', () => new Promise<string>((resolve) => (release = () => resolve('old'))));
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    await records.invalidate('2');
+    release();
+    expect(await slow).toBe('old');
+    expect(await records.record('2', async () => 'new')).toBe('new');
+    await cache.close();
+  });
+
+  it('keys list pages by generation: an invalidation makes every page unreachable', async () => {
+    const cache = await open();
+    const records = createRecordCache({ cache, domain: 'thing', ttlSeconds: 600, logger: silentLogger() });
+    const page = (body: string) => async () => ({ body, size: 1, hasMore: true, total: 7 });
+    expect(await records.list('q', page('[1]'))).toEqual({ body: '[1]', size: 1, hasMore: true, total: 7 });
+    expect((await records.list('q', page('[2]'))).body).toBe('[1]');
+    await records.invalidate('any');
+    expect((await records.list('q', page('[3]'))).body).toBe('[3]');
+    await cache.close();
+  });
+});
+
+describe('record cache turned off', () => {
+  it('reads every time', async () => {
+    const records = createRecordCache({ cache: createMemoryCache({ maxEntries: 10 }), domain: 'thing', ttlSeconds: 0, logger: silentLogger() });
+    let reads = 0;
+    const load = async () => String(++reads);
+    await Promise.all([records.record('1', load), records.record('1', load)]);
+    expect(await records.record('1', load)).toBe('3');
+  });
+});

@@ -1,0 +1,43 @@
+// `npm start`: the whole platform in one process, from a fresh clone, with no build step to
+// wait for. Every workspace's TypeScript is transpiled to its dist/ with esbuild (the same
+// file layout tsc emits, in well under a second; type checking stays `npm run typecheck`'s
+// job), then the all-in-one entry runs from dist/ like a container would: compiled code
+// keeps the process ~70 MB leaner than an on-the-fly TypeScript loader.
+import { readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { build, stop } from 'esbuild';
+
+const root = new URL('..', import.meta.url).pathname;
+
+function sources(dir) {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return sources(path);
+    return entry.name.endsWith('.ts') && !entry.name.endsWith('.d.ts') && !entry.name.endsWith('.test.ts') ? [path] : [];
+  });
+}
+
+const workspaces = ['libs', 'services', 'apps'].flatMap((group) =>
+  readdirSync(join(root, group))
+    .map((name) => join(root, group, name))
+    .filter((dir) => statSync(join(dir, 'src'), { throwIfNoEntry: false })?.isDirectory()),
+);
+
+await Promise.all(
+  workspaces.map((dir) =>
+    build({
+      entryPoints: sources(join(dir, 'src')),
+      outdir: join(dir, 'dist'),
+      outbase: join(dir, 'src'),
+      format: 'esm',
+      platform: 'node',
+      target: 'node20',
+      sourcemap: true,
+      logLevel: 'error',
+    }),
+  ),
+);
+
+// esbuild's compiler runs as a child process; it has nothing left to do.
+stop();
+await import(join(root, 'apps/all-in-one/dist/main.js'));

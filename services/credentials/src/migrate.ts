@@ -1,0 +1,4 @@
+import { runMigrationsStandalone } from '@app/platform';
+import { credentialsService } from './index.js';
+
+await runMigrationsStandalone(credentialsService);

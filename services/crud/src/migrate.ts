@@ -1,0 +1,4 @@
+import { runMigrationsStandalone } from '@app/platform';
+import { crudService } from './index.js';
+
+await runMigrationsStandalone(crudService);

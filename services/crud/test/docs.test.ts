@@ -1,0 +1,45 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { startCrud, type CrudHarness } from './helper.js';
+
+describe('OpenAPI of the crud service', () => {
+  let crud: CrudHarness;
+  let document: {
+    paths: Record<string, Record<string, { tags: string[]; summary: string; security?: unknown[]; responses: Record<string, unknown>; parameters?: { name: string; in: string }[] }>>;
+    components: { schemas: Record<string, unknown> };
+  };
+  beforeAll(async () => {
+    crud = await startCrud('embedded', 'gateway');
+    document = (await crud.send({ method: 'GET', url: '/docs/json' })).json as typeof document;
+  });
+  afterAll(() => crud.close());
+
+  it.each([
+    ['products', 'Product'],
+    ['posts', 'Post'],
+  ])('shows the six %s routes in the gateway’s merged docs, tagged %s, each with a summary', (plural, tag) => {
+    const routes = [
+      ['get', `/api/v1/${plural}/ping`, ['200', '500']],
+      ['get', `/api/v1/${plural}/{id}`, ['200', '400', '401', '404', '500']],
+      ['get', `/api/v1/${plural}`, ['200', '400', '401', '500']],
+      ['post', `/api/v1/${plural}`, ['201', '400', '401', '422', '500']],
+      ['put', `/api/v1/${plural}/{id}`, ['200', '400', '401', '404', '422', '500']],
+      ['delete', `/api/v1/${plural}/{id}`, ['204', '400', '401', '404', '500']],
+    ] as const;
+    for (const [method, path, statuses] of routes) {
+      const operation = document.paths[path]?.[method];
+      expect(operation).toBeDefined();
+      expect(operation!.tags).toEqual([tag]);
+      expect(operation!.summary.length).toBeGreaterThan(5);
+      expect(Object.keys(operation!.responses).sort()).toEqual([...statuses].sort());
+      if (!path.endsWith('/ping')) expect(operation!.security).toEqual([{ bearerAuth: [] }]);
+    }
+    expect(Object.keys(document.components.schemas)).toEqual(expect.arrayContaining([tag, `${tag}Create`, `${tag}Update`, 'Problem']));
+  });
+
+  it('documents the list query: paging, sort and a filter per field but id', () => {
+    const parameters = document.paths['/api/v1/products']!.get!.parameters!.filter((p) => p.in === 'query').map((p) => p.name);
+    expect(parameters.sort()).toEqual(
+      ['limit', 'offset', 'sort', 'name', 'price', 'description', 'stock', 'category', 'perishable', 'activated', 'createdAt', 'updatedAt'].sort(),
+    );
+  });
+});

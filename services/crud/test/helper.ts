@@ -1,0 +1,133 @@
+import { randomUUID } from 'node:crypto';
+import { buildApp as buildGateway, routingTable } from '@app/gateway';
+import {
+  listenApp,
+  migrate,
+  type App,
+  type Cache,
+  type Dependencies,
+  type Env,
+  type RunningService,
+} from '@app/platform';
+import { openTestDependencies, startTokenIssuer, type TestMode, type TokenIssuer } from '@app/testing';
+import { crudService } from '../src/index.js';
+
+/** What a test sends; the same request goes through app.inject or through the gateway. */
+export interface TestRequest {
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  url: string;
+  headers?: Record<string, string>;
+  body?: unknown;
+  /** Sent as is instead of JSON-encoding `body`. */
+  rawBody?: string;
+}
+
+export interface TestResponse {
+  status: number;
+  headers: Record<string, string | undefined>;
+  text: string;
+  /** The parsed JSON body; undefined when the body is empty. */
+  json: unknown;
+}
+
+export type Transport = 'inject' | 'gateway';
+
+export interface CrudHarness {
+  app: App;
+  deps: Dependencies;
+  issuer: TokenIssuer;
+  /** A valid bearer token. */
+  token: string;
+  send(request: TestRequest): Promise<TestResponse>;
+  close(): Promise<void>;
+}
+
+const parse = (text: string) => (text === '' ? undefined : JSON.parse(text));
+
+/**
+ * Starts the crud service on fresh dependencies of `mode`, with tokens from a test issuer.
+ * Through `gateway`, it listens on a free port behind a real gateway on another free port.
+ */
+export async function startCrud(
+  mode: TestMode,
+  transport: Transport = 'inject',
+  options: { env?: Env; cache?: Cache } = {},
+): Promise<CrudHarness> {
+  const issuer = await startTokenIssuer();
+  const opened = await openTestDependencies(mode, { JWKS_URL: issuer.jwksUrl, ...options.env });
+  const deps: Dependencies = options.cache ? { ...opened, cache: options.cache } : opened;
+  await migrate(deps.database, { schema: 'crud', directory: crudService.migrations!, logger: deps.logger });
+  const app = await crudService.build(deps);
+  const token = await issuer.mint(randomUUID());
+  const running: RunningService[] = [];
+
+  let send: CrudHarness['send'];
+  if (transport === 'inject') {
+    send = async (request) => {
+      const response = await app.inject({
+        method: request.method,
+        url: request.url,
+        headers: { ...(request.body !== undefined ? { 'content-type': 'application/json' } : {}), ...request.headers },
+        payload: request.rawBody ?? (request.body === undefined ? undefined : JSON.stringify(request.body)),
+      });
+      const headers = Object.fromEntries(Object.entries(response.headers).map(([k, v]) => [k, v === undefined ? undefined : String(v)]));
+      return { status: response.statusCode, headers, text: response.body, json: parse(response.body) };
+    };
+  } else {
+    const crud = await listenApp('crud', app, { host: '127.0.0.1', port: 0 });
+    running.push(crud);
+    const config = { ...deps.config, CRUD_URL: crud.url, PLATFORM_SERVICES: ['crud' as const] };
+    const gateway = await listenApp('gateway', await buildGateway({ config, logger: deps.logger }, { routes: routingTable(config) }), {
+      host: '127.0.0.1',
+      port: 0,
+    });
+    running.unshift(gateway);
+    send = async (request) => {
+      const response = await fetch(new URL(request.url, gateway.url), {
+        method: request.method,
+        headers: { ...(request.body !== undefined ? { 'content-type': 'application/json' } : {}), ...request.headers },
+        body: request.rawBody ?? (request.body === undefined ? undefined : JSON.stringify(request.body)),
+      });
+      const text = await response.text();
+      return { status: response.status, headers: Object.fromEntries(response.headers), text, json: parse(text) };
+    };
+  }
+
+  return {
+    app,
+    deps,
+    issuer,
+    token,
+    send,
+    close: async () => {
+      for (const service of running) await service.close();
+      if (running.length === 0) await app.close();
+      await options.cache?.close();
+      await opened.dispose();
+      await issuer.close();
+    },
+  };
+}
+
+/** A product body that satisfies every rule. */
+export const aProduct = (overrides: Record<string, unknown> = {}) => ({
+  name: 'Banana',
+  price: 1.99,
+  description: 'Yellow and sweet',
+  stock: 120,
+  category: 'Fruits',
+  perishable: true,
+  ...overrides,
+});
+
+/** A post body that satisfies every rule; the slug is unique per call. */
+export const aPost = (overrides: Record<string, unknown> = {}) => ({
+  title: 'Hello world',
+  content: 'The first post of the blog.',
+  authorId: randomUUID(),
+  slug: `hello-${randomUUID().slice(0, 8)}`,
+  ...overrides,
+});
+
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+export const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;

@@ -1,0 +1,4 @@
+import { runMigrationsStandalone } from '@app/platform';
+import { identityService } from './index.js';
+
+await runMigrationsStandalone(identityService);
