@@ -125,7 +125,15 @@ const stops = [];
 try {
   const [barePort, crudPort, gatewayPort] = await Promise.all([freePort(), freePort(), freePort()]);
   const crudEnv = { PORT: String(crudPort), DATABASE_URL: database.url, REDIS_URL, NATS_URL, JWKS_URL: jwks.url, JWT_ISSUER: ISSUER, JWT_AUDIENCE: AUDIENCE };
-  const gatewayEnv = { PORT: String(gatewayPort), PLATFORM_SERVICES: 'crud', CRUD_URL: `http://127.0.0.1:${crudPort}` };
+  // The gateway verifies tokens at the edge too: against the same JWKS as crud.
+  const gatewayEnv = {
+    PORT: String(gatewayPort),
+    PLATFORM_SERVICES: 'crud',
+    CRUD_URL: `http://127.0.0.1:${crudPort}`,
+    JWKS_URL: jwks.url,
+    JWT_ISSUER: ISSUER,
+    JWT_AUDIENCE: AUDIENCE,
+  };
   const gateway = `http://127.0.0.1:${gatewayPort}`;
   const auth = { authorization: `Bearer ${jwks.token}`, 'content-type': 'application/json' };
   const product = JSON.stringify({ name: 'Banana', price: 1.99, description: 'Yellow and sweet', stock: 120, category: 'Fruits', perishable: true });

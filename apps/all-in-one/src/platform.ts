@@ -3,6 +3,8 @@ import { crudService } from '@app/crud-service';
 import { buildApp as buildGateway, routingTable } from '@app/gateway';
 import { healthService } from '@app/health';
 import { identityService } from '@app/identity';
+import { ssoService } from '@app/sso';
+import { createServer } from 'node:net';
 import {
   closeDependencies,
   DEFAULT_PORTS,
@@ -21,8 +23,18 @@ import {
 const DOMAIN_DEFINITIONS: Partial<Record<ServiceName, ServiceDefinition>> = {
   identity: identityService,
   credentials: credentialsService,
+  sso: ssoService,
   crud: crudService,
 };
+
+/** A port free right now on loopback (the OS picks it; the socket is closed before returning). */
+async function reservePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  return typeof address === 'object' && address ? address.port : 0;
+}
 
 const URL_KEYS = {
   identity: 'IDENTITY_URL',
@@ -60,7 +72,16 @@ export async function startPlatform(config: PlatformConfig, logger: Logger, opti
   const portOf = (name: ServiceName) =>
     options.ports?.[name] ?? (name === 'gateway' ? (config.PORT ?? DEFAULT_PORTS.gateway) : DEFAULT_PORTS[name]);
   const started: RunningService[] = [];
-  let current: PlatformConfig = { ...config };
+  // Services that start before sso (identity, credentials) verify tokens against sso's JWKS,
+  // which they fetch lazily on the first token: they need sso's final URL at build time. So
+  // sso's port is fixed up front even when the caller asks for any free one.
+  const ssoPort = portOf('sso') === 0 && config.PLATFORM_SERVICES.includes('sso') ? await reservePort() : portOf('sso');
+  const listenPort = (name: ServiceName) => (name === 'sso' ? ssoPort : portOf(name));
+  let current: PlatformConfig = {
+    ...config,
+    ALL_IN_ONE: true,
+    ...(config.PLATFORM_SERVICES.includes('sso') ? { SSO_URL: `http://127.0.0.1:${ssoPort}` } : {}),
+  };
   const close = async () => {
     for (const service of started.reverse()) await service.close().catch(() => undefined);
     if (!options.dependencies) await closeDependencies(deps);
@@ -68,7 +89,7 @@ export async function startPlatform(config: PlatformConfig, logger: Logger, opti
   try {
     const definitions = current.PLATFORM_SERVICES.flatMap((name) => DOMAIN_DEFINITIONS[name] ?? []);
     for (const definition of [...definitions, healthService]) {
-      const service = await startService(definition, { ...deps, config: current }, { host: '127.0.0.1', port: portOf(definition.name) });
+      const service = await startService(definition, { ...deps, config: current }, { host: '127.0.0.1', port: listenPort(definition.name) });
       started.push(service);
       current = { ...current, [URL_KEYS[definition.name]]: service.url };
     }

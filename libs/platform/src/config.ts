@@ -47,7 +47,7 @@ export type ServiceName = keyof typeof DEFAULT_PORTS;
  * The domain services behind the gateway, in start order. The gateway routes to them and the
  * health service reports on them; `PLATFORM_SERVICES` narrows the list for a deployment.
  */
-export const DOMAIN_SERVICES: readonly ServiceName[] = ['identity', 'credentials', 'crud'];
+export const DOMAIN_SERVICES: readonly ServiceName[] = ['identity', 'credentials', 'sso', 'crud'];
 
 const configSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
@@ -98,6 +98,54 @@ const configSchema = z.object({
   /** Where verifiers fetch sso's public keys; defaults to sso's JWKS route on SSO_URL. */
   JWKS_URL: urlWithProtocols(['http', 'https']).optional(),
 
+  /** Accepted clock difference between a token's signer and its verifiers. */
+  JWT_CLOCK_TOLERANCE_SECONDS: z.coerce
+    .number({ error: 'expected a whole number of seconds from 0 to 300' })
+    .int({ error: 'expected a whole number of seconds from 0 to 300' })
+    .min(0, { error: 'expected a whole number of seconds from 0 to 300' })
+    .max(300, { error: 'expected a whole number of seconds from 0 to 300' })
+    .default(30),
+  /**
+   * Least time between two JWKS fetches a verifier makes because of an unknown `kid`: bounds
+   * what a flood of forged tokens can cost. sso waits longer than this before signing with a
+   * new key (SSO_KEY_ACTIVATION_DELAY_SECONDS), so every verifier can fetch it first.
+   */
+  JWKS_COOLDOWN_SECONDS: positiveInt('a whole number of seconds, at least 1').default(30),
+  /** Verified tokens the gateway remembers until their `exp`; 0 verifies every request anew. */
+  VERIFIED_TOKEN_CACHE_MAX: z.coerce
+    .number({ error: 'expected a whole number of entries, 0 or more' })
+    .int({ error: 'expected a whole number of entries, 0 or more' })
+    .min(0, { error: 'expected a whole number of entries, 0 or more' })
+    .default(10_000),
+
+  /** Lifetime of an access token sso signs. */
+  ACCESS_TOKEN_TTL_SECONDS: positiveInt('a whole number of seconds, at least 1').default(900),
+  /** Lifetime of a refresh token; each use replaces it with a new one of the same lifetime. */
+  REFRESH_TOKEN_TTL_SECONDS: positiveInt('a whole number of seconds, at least 1').default(2_592_000),
+  /**
+   * Encrypts sso's private signing keys at rest (AES-256-GCM, key derived with HKDF). Unset
+   * keeps them in plain JWK form, protected only by the database's own access control.
+   */
+  SSO_KEY_ENCRYPTION_SECRET: z.string().min(32, { error: 'expected at least 32 characters of secret' }).optional(),
+  /** How often sso replaces its signing key (a new key, the old one published until its tokens expire). */
+  SSO_KEY_ROTATION_INTERVAL_SECONDS: positiveInt('a whole number of seconds, at least 1').default(2_592_000),
+  /** How long a new key is published before sso signs with it; must exceed JWKS_COOLDOWN_SECONDS. */
+  SSO_KEY_ACTIVATION_DELAY_SECONDS: z.coerce
+    .number({ error: 'expected a whole number of seconds, 0 or more' })
+    .int({ error: 'expected a whole number of seconds, 0 or more' })
+    .min(0, { error: 'expected a whole number of seconds, 0 or more' })
+    .default(60),
+  /**
+   * Peers whose `X-Forwarded-For` sso believes (the gateway): comma-separated IPs, CIDRs or
+   * the names loopback, linklocal, uniquelocal; `none` trusts nobody. Only the last hop the
+   * trusted peer appended is used, so a client cannot choose its own address.
+   */
+  TRUST_PROXY: z.string().default('loopback,linklocal,uniquelocal'),
+  /** The first administrator, created once with a LOCAL password when it does not exist. */
+  BOOTSTRAP_ADMIN_EMAIL: z.email({ pattern: z.regexes.html5Email, error: 'expected an email address' }).optional(),
+  BOOTSTRAP_ADMIN_PASSWORD: z.string().min(12, { error: 'expected a password of at least 12 characters' }).max(1024).optional(),
+  /** Set by the all-in-one launcher: enables development defaults such as a generated admin. */
+  ALL_IN_ONE: z.stringbool({ error: 'expected true or false' }).default(false),
   /**
    * argon2id cost of LOCAL password hashes. The defaults are OWASP's second recommended
    * configuration (m=19 MiB, t=2, p=1); a weaker setting than OWASP's table is refused
@@ -131,6 +179,10 @@ const configSchema = z.object({
         'expected argon2id costs at or above OWASP\'s minimum: ARGON2_MEMORY_KIB >= 7168 and ' +
         'ARGON2_MEMORY_KIB x ARGON2_TIME_COST >= 35840 (e.g. 19456 with ARGON2_TIME_COST=2)',
     });
+  }
+  if ((config.BOOTSTRAP_ADMIN_EMAIL === undefined) !== (config.BOOTSTRAP_ADMIN_PASSWORD === undefined)) {
+    const missing = config.BOOTSTRAP_ADMIN_EMAIL === undefined ? 'BOOTSTRAP_ADMIN_EMAIL' : 'BOOTSTRAP_ADMIN_PASSWORD';
+    ctx.addIssue({ code: 'custom', path: [missing], message: 'expected BOOTSTRAP_ADMIN_EMAIL and BOOTSTRAP_ADMIN_PASSWORD together' });
   }
 });
 

@@ -236,3 +236,6 @@ export type Json = Record<string, any>;
 export async function readJson(response: Response): Promise<Json> {
   return (await response.json()) as Json;
 }
+
+export * from './directory-double.js';
+export * from './independent-jws.js';

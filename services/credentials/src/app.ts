@@ -2,9 +2,9 @@ import {
   cacheCheck,
   createApp,
   createTokenVerifier,
+  tokenVerifierOptions,
   databaseCheck,
   healthRoutes,
-  jwksUrlOf,
   RELEASE_VERSION,
   startOutboxRelay,
   type App,
@@ -35,7 +35,7 @@ export async function buildApp(deps: Dependencies, options: CredentialsAppOption
   });
   const verifier =
     options.verifier ??
-    createTokenVerifier({ jwksUrl: jwksUrlOf(deps.config), issuer: deps.config.JWT_ISSUER, audience: deps.config.JWT_AUDIENCE });
+    createTokenVerifier(tokenVerifierOptions(deps.config));
   const repository = createCredentialRepository(deps.database);
   const relay = startOutboxRelay({ database: deps.database, bus: deps.bus, schema: CREDENTIALS_SCHEMA, logger: deps.logger });
   const service = createCredentialService({

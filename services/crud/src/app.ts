@@ -4,9 +4,9 @@ import {
   createTokenVerifier,
   databaseCheck,
   healthRoutes,
-  jwksUrlOf,
   RELEASE_VERSION,
   startOutboxRelay,
+  tokenVerifierOptions,
   type App,
   type Dependencies,
 } from '@app/platform';
@@ -28,11 +28,7 @@ export async function buildApp(deps: Dependencies): Promise<App> {
     await relay.stop();
     await prisma.$disconnect();
   });
-  const verifier = createTokenVerifier({
-    jwksUrl: jwksUrlOf(deps.config),
-    issuer: deps.config.JWT_ISSUER,
-    audience: deps.config.JWT_AUDIENCE,
-  });
+  const verifier = createTokenVerifier(tokenVerifierOptions(deps.config));
 
   await healthRoutes(app, {
     service: 'crud',

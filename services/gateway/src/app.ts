@@ -1,5 +1,6 @@
-import { createApp, RELEASE_VERSION, sendProblem, type App, type Logger, type PlatformConfig } from '@app/platform';
+import { createApp, RELEASE_VERSION, sendProblem, type App, type Logger, type PlatformConfig, type TokenVerifier } from '@app/platform';
 import { registerDocs } from './docs.js';
+import { edgeVerifier, registerEdgeAuth } from './edge-auth.js';
 import { registerProxies } from './proxy.js';
 import type { Route } from './routing.js';
 
@@ -10,6 +11,8 @@ export interface GatewayDependencies {
 
 export interface GatewayOptions {
   routes: Route[];
+  /** Verifies bearer tokens at the edge; default: sso's JWKS per the configuration, with a verified-token cache. */
+  verifier?: TokenVerifier;
 }
 
 /** The edge: routes /api/v1/* to the services and serves the merged API docs. */
@@ -47,6 +50,7 @@ export async function buildApp(deps: GatewayDependencies, options: GatewayOption
       });
     }
   });
+  registerEdgeAuth(app, options.verifier ?? edgeVerifier(deps.config));
   await registerProxies(app, { routes: options.routes, timeoutMs: deps.config.UPSTREAM_TIMEOUT_MS });
   await registerDocs(
     app,

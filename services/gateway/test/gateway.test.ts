@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { buildApp, mergeDocuments, routingTable } from '@app/gateway';
 import { buildApp as buildHealth } from '@app/health';
 import { type App } from '@app/platform';
-import { freePort, openTestDependencies, silentLogger, testConfig } from '@app/testing';
+import { freePort, openTestDependencies, silentLogger, startTokenIssuer, testConfig, type TokenIssuer } from '@app/testing';
 
 describe('gateway', () => {
   let deps: Awaited<ReturnType<typeof openTestDependencies>>;
@@ -13,9 +13,14 @@ describe('gateway', () => {
   const held: Socket[] = [];
   let gatewayUrl: string;
   const seenIds: string[] = [];
+  let issuer: TokenIssuer;
+  /** Restricted routes need a token at the edge; these tests are about what happens after it. */
+  let auth: Record<string, string>;
 
   beforeAll(async () => {
     deps = await openTestDependencies('embedded');
+    issuer = await startTokenIssuer();
+    auth = { authorization: `Bearer ${await issuer.mint('service:test', ['system'])}` };
     health = await buildHealth(deps, { services: {} });
     health.addHook('onRequest', async (request) => void seenIds.push(String(request.id)));
     const healthUrl = await health.listen({ host: '127.0.0.1', port: 0 });
@@ -23,7 +28,7 @@ describe('gateway', () => {
     silent = createServer((socket) => void held.push(socket));
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
     const silentPort = (silent.address() as { port: number }).port;
-    const config = testConfig({ PLATFORM_SERVICES: 'health', HEALTH_URL: healthUrl, UPSTREAM_TIMEOUT_MS: '300', BODY_LIMIT: '2048' });
+    const config = testConfig({ PLATFORM_SERVICES: 'health', HEALTH_URL: healthUrl, UPSTREAM_TIMEOUT_MS: '300', BODY_LIMIT: '2048', JWKS_URL: issuer.jwksUrl });
     gateway = await buildApp(
       { config, logger: silentLogger() },
       {
@@ -43,6 +48,7 @@ describe('gateway', () => {
     for (const socket of held) socket.destroy();
     await new Promise((resolve) => silent.close(resolve));
     await deps.dispose();
+    await issuer.close();
   });
 
   it('routes /api/v1/health to the health service, path unchanged', async () => {
@@ -65,7 +71,7 @@ describe('gateway', () => {
   });
 
   it('answers 503 problem+json with Retry-After when the upstream is down', async () => {
-    const response = await fetch(`${gatewayUrl}/api/v1/products`, { headers: { 'accept-language': 'de' } });
+    const response = await fetch(`${gatewayUrl}/api/v1/products`, { headers: { 'accept-language': 'de', ...auth } });
     expect(response.status).toBe(503);
     expect(response.headers.get('content-type')).toBe('application/problem+json; charset=utf-8');
     expect(response.headers.get('retry-after')).toBe('1');
@@ -85,7 +91,7 @@ describe('gateway', () => {
   });
 
   it('answers routes it does not know with 404 problem+json, without calling anyone', async () => {
-    const response = await fetch(`${gatewayUrl}/internal/v1/credentials/verify-password`, { method: 'POST' });
+    const response = await fetch(`${gatewayUrl}/internal/v1/credentials/verify-password`, { method: 'POST', headers: auth });
     expect(response.status).toBe(404);
     expect(await response.json()).toMatchObject({ code: 'ROUTE_NOT_FOUND' });
   });

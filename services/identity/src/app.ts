@@ -2,9 +2,9 @@ import {
   cacheCheck,
   createApp,
   createTokenVerifier,
+  tokenVerifierOptions,
   databaseCheck,
   healthRoutes,
-  jwksUrlOf,
   RELEASE_VERSION,
   startOutboxRelay,
   type App,
@@ -31,7 +31,7 @@ export async function buildApp(deps: Dependencies, options: IdentityAppOptions =
   });
   const verifier =
     options.verifier ??
-    createTokenVerifier({ jwksUrl: jwksUrlOf(deps.config), issuer: deps.config.JWT_ISSUER, audience: deps.config.JWT_AUDIENCE });
+    createTokenVerifier(tokenVerifierOptions(deps.config));
   const repository = createIdentityRepository(deps.database);
   const relay = startOutboxRelay({ database: deps.database, bus: deps.bus, schema: IDENTITY_SCHEMA, logger: deps.logger });
   const service = createIdentityService({ repository, cache: deps.cache, logger: deps.logger, eventsCommitted: relay.wake });

@@ -1,6 +1,8 @@
 import { accessTokenClaimsSchema, type AccessTokenClaims } from '@app/contracts';
 import type { FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify';
 import { createRemoteJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
+import { LRUCache } from 'lru-cache';
+import { jwksUrlOf, type PlatformConfig } from '../config.js';
 import { AppError } from '../http/errors.js';
 
 /** The authenticated caller of a request. */
@@ -21,6 +23,21 @@ export interface TokenVerifierOptions {
   cooldownMs?: number;
   /** Keys are refetched at least this often even when every `kid` is known. */
   cacheMaxAgeMs?: number;
+}
+
+/**
+ * The verifier options a deployment configures: sso's JWKS, issuer, audience, clock tolerance
+ * and JWKS cooldown. Every verifier must use the configured cooldown, because sso publishes a
+ * new key SSO_KEY_ACTIVATION_DELAY_SECONDS (longer than the cooldown) before signing with it.
+ */
+export function tokenVerifierOptions(config: PlatformConfig): TokenVerifierOptions {
+  return {
+    jwksUrl: jwksUrlOf(config),
+    issuer: config.JWT_ISSUER,
+    audience: config.JWT_AUDIENCE,
+    clockToleranceSeconds: config.JWT_CLOCK_TOLERANCE_SECONDS,
+    cooldownMs: config.JWKS_COOLDOWN_SECONDS * 1000,
+  };
 }
 
 /** Only sso's algorithm. Pinning it rules out `none` and HS256-with-the-public-key forgeries. */
@@ -67,6 +84,29 @@ export function createTokenVerifier(options: TokenVerifierOptions, keys?: JWTVer
       } catch {
         throw invalidToken();
       }
+    },
+  };
+}
+
+/**
+ * Remembers tokens `verifier` accepted until their `exp` (never longer), so a hot path pays
+ * for one signature check per token instead of one per request. Bounded: the least recently
+ * used entry goes first. Rejections are not remembered: forged tokens would fill the cache.
+ * Access tokens cannot be revoked before `exp`, so caching them to `exp` changes nothing a
+ * verifier would answer, except that a token is never accepted past its `exp` here, even
+ * within the clock tolerance.
+ */
+export function cachingTokenVerifier(verifier: TokenVerifier, options: { maxEntries: number }): TokenVerifier {
+  if (options.maxEntries === 0) return verifier;
+  const verified = new LRUCache<string, Principal>({ max: options.maxEntries });
+  return {
+    verify: async (token) => {
+      const cached = verified.get(token);
+      if (cached) return cached;
+      const principal = await verifier.verify(token);
+      const ttlMs = principal.claims.exp * 1000 - Date.now();
+      if (ttlMs > 0) verified.set(token, principal, { ttl: ttlMs });
+      return principal;
     },
   };
 }

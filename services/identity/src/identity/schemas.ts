@@ -4,9 +4,14 @@ import { z } from 'zod';
 
 /**
  * Emails are compared case-insensitively, as every identity provider does in practice: they
- * are lower-cased on the way in (bodies, paths, filters) and stored that way.
+ * are lower-cased on the way in (bodies, paths, filters) and stored that way. The pattern is
+ * the WHATWG one browsers use for <input type=email>: it accepts a domain without a dot, such
+ * as the all-in-one mode's development admin, admin@localhost.
  */
-export const emailSchema = z.email().max(320).transform((email) => email.toLowerCase());
+export const emailSchema = z
+  .email({ pattern: z.regexes.html5Email })
+  .max(320)
+  .transform((email) => email.toLowerCase());
 
 /** An avatar is a web image: http(s) only, so no `javascript:` or `data:` URL reaches a UI. */
 export const avatarSchema = z.url({ protocol: /^https?$/, hostname: z.regexes.hostname }).max(2048);

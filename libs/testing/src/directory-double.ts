@@ -1,0 +1,123 @@
+import { randomUUID, timingSafeEqual } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { INTERNAL_ROUTES, type InternalIdentity } from '@app/contracts';
+import { createTokenVerifier } from '@app/platform';
+
+/**
+ * A stand-in for the identity and credentials services' *contracts* (the internal routes in
+ * @app/contracts and the identity and credential create routes), over real HTTP and demanding a real
+ * `system` token checked against a JWKS. It lets sso's suites run without the argon2 cost and
+ * in isolation; end-to-end suites use the real services.
+ */
+export interface DirectoryDouble {
+  url: string;
+  addIdentity(input: { email: string; password?: string; roles?: string[]; activated?: boolean }): InternalIdentity;
+  addApiKey(identityId: string): { apiKey: string; credentialId: string };
+  setActivated(identityId: string, activated: boolean): void;
+  identityByEmail(email: string): InternalIdentity | undefined;
+  passwordOf(identityId: string): string | undefined;
+  /** Calls answered, by path. */
+  calls: Record<string, number>;
+  close(): Promise<void>;
+}
+
+const same = (a: string, b: string) => {
+  const left = Buffer.from(a);
+  const right = Buffer.from(b);
+  return left.length === right.length && timingSafeEqual(left, right);
+};
+
+export async function startDirectoryDouble(options: { jwksUrl: string; issuer: string; audience: string }): Promise<DirectoryDouble> {
+  const verifier = createTokenVerifier({ jwksUrl: options.jwksUrl, issuer: options.issuer, audience: options.audience, cooldownMs: 1_000 });
+  const identities = new Map<string, InternalIdentity>();
+  const passwords = new Map<string, string>();
+  const apiKeys = new Map<string, { credentialId: string; identityId: string }>();
+  const calls: Record<string, number> = {};
+  const byEmail = (email: string) => [...identities.values()].find((identity) => identity.email.toLowerCase() === email.toLowerCase());
+
+  const send = (res: ServerResponse, status: number, body?: unknown) => {
+    res.statusCode = status;
+    res.setHeader('content-type', 'application/json');
+    res.end(body === undefined ? '' : JSON.stringify(body));
+  };
+  const readBody = async (req: IncomingMessage) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    return JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as Record<string, string>;
+  };
+
+  const routes: Record<string, (body: Record<string, string>) => [number, unknown?]> = {
+    [INTERNAL_ROUTES.verifyPassword]: (body) => {
+      const identity = body.email ? byEmail(body.email) : identities.get(body.identityId ?? '');
+      const stored = identity ? passwords.get(identity.id) : undefined;
+      const valid = same(stored ?? 'dummy-password-never-matches', body.password ?? '') && stored !== undefined;
+      return [200, valid ? { valid, identityId: identity!.id } : { valid: false }];
+    },
+    [INTERNAL_ROUTES.verifyApiKey]: (body) => {
+      const key = apiKeys.get(body.apiKey ?? '');
+      return [200, key ? { valid: true, identityId: key.identityId, credentialId: key.credentialId, roles: identities.get(key.identityId)?.roles ?? [] } : { valid: false }];
+    },
+    [INTERNAL_ROUTES.identityLookup]: (body) => {
+      const identity = body.email ? byEmail(body.email) : identities.get(body.id ?? '');
+      return identity ? [200, identity] : [404];
+    },
+    // identity's public create route, as a system token may use it (roles included).
+    '/api/v1/identity': (body) => {
+      if (byEmail(body.email ?? '')) return [422];
+      const identity = { id: randomUUID(), name: body.name ?? '', email: body.email ?? '', roles: (body.roles as unknown as string[]) ?? [], activated: true };
+      identities.set(identity.id, identity);
+      return [201, [identity]];
+    },
+    '/api/v1/credentials': (body) => {
+      if (!identities.has(body.identity_id ?? '')) return [422];
+      if (body.provider !== 'LOCAL' || !body.secret) return [400];
+      if (passwords.has(body.identity_id!)) return [422];
+      passwords.set(body.identity_id!, body.secret);
+      return [201, [{ id: randomUUID() }]];
+    },
+  };
+
+  const server = createServer((req, res) => {
+    const handler = req.method === 'POST' ? routes[req.url ?? ''] : undefined;
+    if (!handler) return send(res, 404);
+    const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
+    calls[req.url!] = (calls[req.url!] ?? 0) + 1;
+    void (async () => {
+      try {
+        const principal = await verifier.verify(token ?? '');
+        if (!principal.roles.includes('system')) return send(res, 403);
+        const [status, body] = handler(await readBody(req));
+        send(res, status, body);
+      } catch {
+        send(res, 401);
+      }
+    })();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+
+  return {
+    url: `http://127.0.0.1:${port}`,
+    addIdentity: ({ email, password, roles = [], activated = true }) => {
+      const identity = { id: randomUUID(), name: email.split('@')[0] ?? email, email, roles, activated };
+      identities.set(identity.id, identity);
+      if (password) passwords.set(identity.id, password);
+      return identity;
+    },
+    addApiKey: (identityId) => {
+      const apiKey = `ak_${randomUUID().replace(/-/g, '')}${randomUUID().replace(/-/g, '')}`;
+      const credentialId = randomUUID();
+      apiKeys.set(apiKey, { credentialId, identityId });
+      return { apiKey, credentialId };
+    },
+    setActivated: (identityId, activated) => {
+      const identity = identities.get(identityId);
+      if (identity) identity.activated = activated;
+    },
+    identityByEmail: byEmail,
+    passwordOf: (identityId) => passwords.get(identityId),
+    calls,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}

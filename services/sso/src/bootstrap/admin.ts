@@ -1,0 +1,83 @@
+import { randomBytes } from 'node:crypto';
+import type { Logger } from '@app/platform';
+import type { UpstreamClient } from '../upstream/internal-client.js';
+
+/** The development administrator of the all-in-one mode when no bootstrap admin is configured. */
+export const DEV_ADMIN_EMAIL = 'admin@localhost';
+
+export interface BootstrapAdminOptions {
+  upstream: UpstreamClient;
+  logger: Logger;
+  email: string;
+  /** The configured password, or undefined to generate one (all-in-one development mode). */
+  password?: string;
+  /** Shows a generated password to the operator, once; never through the logger. */
+  announce: (message: string) => void;
+}
+
+export type BootstrapOutcome = 'created' | 'exists' | 'refused';
+
+/**
+ * Creates the first administrator, once: an identity with role `admin` and its LOCAL
+ * password. Idempotent: an existing admin is left alone (its password is never reset), and
+ * when two replicas race, the loser finds the winner's identity. An existing identity
+ * *without* the admin role is never promoted: anyone can register an email publicly, and
+ * doing so before the first start must not make them an administrator.
+ */
+export async function bootstrapAdmin(options: BootstrapAdminOptions): Promise<BootstrapOutcome> {
+  const { upstream, logger, email } = options;
+  let identity = await upstream.lookupIdentity({ email });
+  if (identity && !identity.roles.includes('admin')) {
+    logger.error({ email }, 'bootstrap admin: an identity with this email exists without the admin role; it is not promoted');
+    return 'refused';
+  }
+  if (identity && !options.password) return 'exists';
+  const password = options.password ?? randomBytes(18).toString('base64url');
+  const created = !identity;
+  identity ??= await upstream.createIdentity({ name: 'Administrator', email, roles: ['admin'] });
+  identity ??= await upstream.lookupIdentity({ email });
+  if (!identity) throw new Error('bootstrap admin: the identity could not be created or found');
+  const credentialCreated = await upstream.createLocalCredential(identity.id, password);
+  if (credentialCreated) logger.info({ email, identityId: identity.id }, 'bootstrap admin created');
+  if (credentialCreated && !options.password) {
+    options.announce(
+      `\n  Development administrator created: ${email}\n  Password (shown once, store it now): ${password}\n` +
+        '  Set BOOTSTRAP_ADMIN_EMAIL and BOOTSTRAP_ADMIN_PASSWORD to choose your own.\n',
+    );
+  }
+  return created || credentialCreated ? 'created' : 'exists';
+}
+
+/**
+ * Runs the bootstrap until it succeeds: identity and credentials may start after sso, and
+ * they verify sso's system token against its JWKS, which sso serves only once it listens.
+ */
+export function startAdminBootstrap(options: BootstrapAdminOptions): { stop(): void; done: Promise<BootstrapOutcome | undefined> } {
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let wake: (() => void) | undefined;
+  const done = (async () => {
+    for (let attempt = 1; !stopped; attempt++) {
+      try {
+        return await bootstrapAdmin(options);
+      } catch (error) {
+        const delayMs = Math.min(250 * 2 ** (attempt - 1), 30_000);
+        if (attempt === 1 || delayMs === 30_000) options.logger.warn({ err: error, retryInMs: delayMs }, 'bootstrap admin: not yet possible; retrying');
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+          timer = setTimeout(resolve, delayMs);
+          timer.unref();
+        });
+      }
+    }
+    return undefined;
+  })();
+  return {
+    stop: () => {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      wake?.();
+    },
+    done,
+  };
+}

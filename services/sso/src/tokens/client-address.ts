@@ -1,0 +1,53 @@
+import { BlockList, isIP } from 'node:net';
+
+/** The ranges `TRUST_PROXY` may name, as proxy-addr (Express, Fastify) defines them. */
+const NAMED_RANGES: Record<string, string[]> = {
+  loopback: ['127.0.0.0/8', '::1/128'],
+  linklocal: ['169.254.0.0/16', 'fe80::/10'],
+  uniquelocal: ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', 'fc00::/7'],
+};
+
+/** An IPv4 peer on a dual-stack socket shows as `::ffff:a.b.c.d`; compare it as IPv4. */
+const unmapped = (address: string) => (address.startsWith('::ffff:') && isIP(address.slice(7)) === 4 ? address.slice(7) : address);
+
+/**
+ * The peers whose `X-Forwarded-For` sso believes: the gateway. `spec` is TRUST_PROXY, e.g.
+ * `loopback,uniquelocal` or `10.0.0.0/8,192.168.1.7`; `none` trusts nobody.
+ */
+export function parseTrustedProxies(spec: string): BlockList {
+  const list = new BlockList();
+  for (const entry of spec.split(',').map((part) => part.trim()).filter(Boolean)) {
+    if (entry === 'none') continue;
+    for (const range of NAMED_RANGES[entry] ?? [entry]) {
+      const [address = '', prefix] = range.split('/');
+      const family = isIP(address);
+      if (family === 0 || (prefix !== undefined && !/^\d{1,3}$/.test(prefix))) {
+        throw new Error(`TRUST_PROXY: "${entry}" is not an IP address, a CIDR range, or one of loopback, linklocal, uniquelocal, none`);
+      }
+      const type = family === 4 ? 'ipv4' : 'ipv6';
+      if (prefix === undefined) list.addAddress(address, type);
+      else list.addSubnet(address, Number(prefix), type);
+    }
+  }
+  return list;
+}
+
+const isTrusted = (trusted: BlockList, address: string) => {
+  const plain = unmapped(address);
+  const family = isIP(plain);
+  return family !== 0 && trusted.check(plain, family === 4 ? 'ipv4' : 'ipv6');
+};
+
+/**
+ * The address a request came from, for throttling. A trusted peer (the gateway) appends the
+ * address it saw to `X-Forwarded-For`, so its last entry is the client; everything before it
+ * was written by the client and is ignored. Anyone else connecting directly is its own socket
+ * address, whatever headers it sends.
+ */
+export function clientAddress(trusted: BlockList, socketAddress: string | undefined, forwardedFor: string | string[] | undefined): string {
+  const peer = unmapped(socketAddress ?? 'unknown');
+  if (!isTrusted(trusted, peer) || forwardedFor === undefined) return peer;
+  const header = Array.isArray(forwardedFor) ? forwardedFor.join(',') : forwardedFor;
+  const last = header.split(',').map((part) => part.trim()).filter(Boolean).at(-1);
+  return last && isIP(unmapped(last)) !== 0 ? unmapped(last) : peer;
+}

@@ -1,0 +1,47 @@
+/**
+ * The token and revocation endpoints answer errors as RFC 6749 §5.2 says, not as problem+json:
+ * OAuth clients read `error` and `error_description`.
+ */
+export type OAuthErrorCode =
+  | 'invalid_request'
+  | 'invalid_client'
+  | 'invalid_grant'
+  | 'unsupported_grant_type'
+  | 'unsupported_token_type'
+  | 'slow_down'
+  | 'temporarily_unavailable';
+
+export class OAuthError extends Error {
+  constructor(
+    readonly error: OAuthErrorCode,
+    readonly description: string,
+    readonly statusCode: number = 400,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(description);
+    this.name = 'OAuthError';
+  }
+
+  get body() {
+    return { error: this.error, error_description: this.description };
+  }
+}
+
+/** One answer for a wrong password and for an unknown user, so neither can be told apart. */
+export const invalidCredentials = () => new OAuthError('invalid_grant', 'The username or password is incorrect.');
+
+export const invalidRefreshToken = () => new OAuthError('invalid_grant', 'The refresh token is invalid, expired, revoked or already used.');
+
+/** RFC 6749 §5.2: 401, and a challenge for the scheme the client may authenticate with. */
+export const invalidClient = () =>
+  new OAuthError('invalid_client', 'Client authentication failed.', 401, { 'www-authenticate': 'Basic realm="api-platform", charset="UTF-8"' });
+
+export const invalidRequest = (description: string) => new OAuthError('invalid_request', description);
+
+/** Failed attempts crossed a throttle; `retryAfter` in seconds. */
+export const tooManyAttempts = (retryAfter: number) =>
+  new OAuthError('slow_down', `Too many failed attempts; retry after ${retryAfter} seconds.`, 429, { 'retry-after': String(retryAfter) });
+
+/** identity or credentials could not answer; nothing about the caller's input is known yet. */
+export const upstreamUnavailable = () =>
+  new OAuthError('temporarily_unavailable', 'The sign-in service is temporarily unavailable; retry shortly.', 503, { 'retry-after': '1' });

@@ -1,0 +1,130 @@
+import type { App } from '@app/platform';
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import type { BlockList } from 'node:net';
+import { z } from 'zod';
+import { clientAddress } from './client-address.js';
+import { invalidClient, invalidRequest, OAuthError } from './errors.js';
+import { oauthErrorSchema, revokeRequestSchema, tokenRequestSchema, tokenResponseSchema } from './schemas.js';
+import type { GrantContext, TokenService } from './service.js';
+
+export const TOKEN_PATH = '/api/v1/sso/token';
+export const REVOKE_PATH = '/api/v1/sso/revoke';
+
+const FORM = 'application/x-www-form-urlencoded';
+/** Token requests are a few short parameters; a larger form is not one. */
+const FORM_BODY_LIMIT = 16_384;
+
+/** Token responses and errors carry credentials or hints about them: never stored by a cache (RFC 6749 §5.1). */
+const noStore = (reply: FastifyReply) => reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
+
+function sendOAuthError(reply: FastifyReply, error: OAuthError): FastifyReply {
+  return noStore(reply).code(error.statusCode).headers(error.headers).type('application/json; charset=utf-8').send(error.body);
+}
+
+/**
+ * Anything that goes wrong before the handler (a malformed form, invalid JSON, an unknown
+ * content type) is still answered as OAuth clients expect: `invalid_request`.
+ */
+function oauthErrorHandler(error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply) {
+  if (error instanceof OAuthError) return sendOAuthError(reply, error);
+  const status = (error as FastifyError).statusCode ?? 500;
+  if (status === 413) return sendOAuthError(reply, new OAuthError('invalid_request', 'The request body is too large.', 413));
+  if (status >= 400 && status < 500) return sendOAuthError(reply, invalidRequest('The request body must be a form (application/x-www-form-urlencoded) or a JSON object.'));
+  request.log.error({ err: error }, 'token request failed');
+  return sendOAuthError(reply, new OAuthError('temporarily_unavailable', 'Something went wrong on our side; retry shortly.', 500));
+}
+
+/** RFC 6749 §2.3.1: `Basic base64(urlencoded(client_id) ":" urlencoded(client_secret))`. */
+export function parseBasicAuthorization(header: string | undefined): GrantContext['basic'] | 'malformed' | undefined {
+  if (!header) return undefined;
+  const match = /^Basic ([A-Za-z0-9+/]+=*)$/i.exec(header.trim());
+  if (!match) return /^Basic\b/i.test(header.trim()) ? 'malformed' : undefined;
+  const decoded = Buffer.from(match[1]!, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  if (colon < 0) return 'malformed';
+  try {
+    const formDecode = (value: string) => decodeURIComponent(value.replace(/\+/g, ' '));
+    return { clientId: formDecode(decoded.slice(0, colon)), clientSecret: formDecode(decoded.slice(colon + 1)) };
+  } catch {
+    return 'malformed';
+  }
+}
+
+/** A JSON object or a form with each parameter at most once (RFC 6749 §3.2). */
+function parametersOf(body: unknown): Record<string, unknown> {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw invalidRequest('The request body must be a form (application/x-www-form-urlencoded) or a JSON object.');
+  }
+  return body as Record<string, unknown>;
+}
+
+export async function tokenRoutes(app: App, options: { tokens: TokenService; trustedProxies: BlockList }): Promise<void> {
+  app.addContentTypeParser(FORM, { parseAs: 'string', bodyLimit: FORM_BODY_LIMIT }, (_request, body, done) => {
+    const parameters: Record<string, string> = {};
+    for (const [name, value] of new URLSearchParams(body as string)) {
+      if (Object.hasOwn(parameters, name)) {
+        done(invalidRequest(`Parameter ${name.slice(0, 64)} is repeated; send each parameter once.`), undefined);
+        return;
+      }
+      parameters[name] = value;
+    }
+    done(null, parameters);
+  });
+  app.setErrorHandler(oauthErrorHandler);
+
+  const consumes = [FORM, 'application/json'];
+  const errors = { 400: oauthErrorSchema, 401: oauthErrorSchema, 429: oauthErrorSchema, 503: oauthErrorSchema };
+
+  app.post(
+    TOKEN_PATH,
+    {
+      attachValidation: true,
+      schema: {
+        tags: ['SSO'],
+        summary: 'Issue tokens (OAuth 2 token endpoint)',
+        description:
+          'RFC 6749 token endpoint, form-encoded or JSON. `password`: username (email) and password. ' +
+          '`refresh_token`: a refresh token, single use, rotated. `client_credentials`: an API key as ' +
+          '`client_secret` in the body, or with HTTP Basic (`client_id` the credential or identity id, ' +
+          'form-urlencoded, then base64), giving a token with role `system`. Errors follow RFC 6749 §5.2.',
+        consumes,
+        body: tokenRequestSchema,
+        response: { 200: tokenResponseSchema, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const basic = parseBasicAuthorization(request.headers.authorization);
+      if (basic === 'malformed') throw invalidClient();
+      const tokens = await options.tokens.grant(parametersOf(request.body), {
+        clientAddress: clientAddress(options.trustedProxies, request.socket.remoteAddress, request.headers['x-forwarded-for']),
+        basic,
+      });
+      return noStore(reply).send(tokens);
+    },
+  );
+
+  app.post(
+    REVOKE_PATH,
+    {
+      attachValidation: true,
+      schema: {
+        tags: ['SSO'],
+        summary: 'Revoke a refresh token (RFC 7009)',
+        description:
+          'Revokes the refresh token and every token rotated from the same sign-in. Answers 200 for ' +
+          'unknown or already revoked tokens too, as RFC 7009 requires. Access tokens are short-lived ' +
+          'and expire on their own.',
+        consumes,
+        body: revokeRequestSchema,
+        response: { 200: z.object({}).describe('Empty'), 400: oauthErrorSchema },
+      },
+    },
+    async (request, reply) => {
+      const body = parametersOf(request.body);
+      const token = body.token;
+      if (typeof token !== 'string' || token.length === 0 || token.length > 4096) throw invalidRequest('Missing or invalid parameter: token.');
+      await options.tokens.revoke(token);
+      return noStore(reply).send({});
+    },
+  );
+}

@@ -1,0 +1,56 @@
+import { z } from 'zod';
+
+/** RFC 6749 §4.3.2 / §6 / §4.4.2 parameters, as a form or a JSON object. Described for the docs; parsed by `parseGrant`. */
+export const tokenRequestSchema = z
+  .object({
+    grant_type: z.string().describe('password, refresh_token or client_credentials'),
+    username: z.string().optional().describe('password grant: the email of the identity'),
+    password: z.string().optional().describe('password grant'),
+    refresh_token: z.string().optional().describe('refresh_token grant'),
+    client_id: z.string().optional().describe('client_credentials: optional, the API key credential id or its identity id'),
+    client_secret: z.string().optional().describe('client_credentials: the API key (or send it with HTTP Basic)'),
+    scope: z.string().optional().describe('accepted and ignored: tokens carry roles, not scopes'),
+  })
+  .meta({ id: 'TokenRequest' });
+
+export const tokenResponseSchema = z
+  .object({
+    access_token: z.string(),
+    token_type: z.literal('Bearer'),
+    expires_in: z.number().int().describe('Seconds until the access token expires'),
+    refresh_token: z.string().optional().describe('Single use; the password and refresh_token grants return one'),
+  })
+  .meta({ id: 'TokenResponse' });
+
+export const oauthErrorSchema = z
+  .object({ error: z.string(), error_description: z.string() })
+  .meta({ id: 'OAuthError', description: 'RFC 6749 §5.2 error response' });
+
+export const revokeRequestSchema = z
+  .object({
+    token: z.string().describe('The refresh token to revoke'),
+    token_type_hint: z.string().optional().describe('refresh_token (access tokens are short-lived and not revocable)'),
+  })
+  .meta({ id: 'RevokeRequest' });
+
+const field = (max: number) => z.string().min(1).max(max);
+
+/** The validated form of each grant; anything else is `invalid_request` or `unsupported_grant_type`. */
+export const passwordGrantSchema = z.object({ grant_type: z.literal('password'), username: field(320), password: field(1024) });
+export const refreshGrantSchema = z.object({ grant_type: z.literal('refresh_token'), refresh_token: field(512) });
+export const clientCredentialsGrantSchema = z.object({
+  grant_type: z.literal('client_credentials'),
+  client_id: field(512).optional(),
+  client_secret: field(512).optional(),
+});
+
+export type PasswordGrant = z.infer<typeof passwordGrantSchema>;
+export type RefreshGrant = z.infer<typeof refreshGrantSchema>;
+export type ClientCredentialsGrant = z.infer<typeof clientCredentialsGrantSchema>;
+
+export interface TokenResponse {
+  access_token: string;
+  token_type: 'Bearer';
+  expires_in: number;
+  refresh_token?: string;
+}

@@ -1,0 +1,180 @@
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import type { Logger } from '@app/platform';
+import { UpstreamError, type UpstreamClient } from '../upstream/internal-client.js';
+import {
+  invalidClient,
+  invalidCredentials,
+  invalidRefreshToken,
+  invalidRequest,
+  OAuthError,
+  tooManyAttempts,
+  upstreamUnavailable,
+} from './errors.js';
+import type { RefreshTokenRepository } from './repository.js';
+import {
+  clientCredentialsGrantSchema,
+  passwordGrantSchema,
+  refreshGrantSchema,
+  type ClientCredentialsGrant,
+  type PasswordGrant,
+  type RefreshGrant,
+  type TokenResponse,
+} from './schemas.js';
+import type { TokenSigner } from './signer.js';
+import type { LoginThrottle } from './throttle.js';
+
+export const GRANT_TYPES = ['password', 'refresh_token', 'client_credentials'] as const;
+
+/** 256 random bits: a refresh token cannot be guessed, so one SHA-256 (no salt, no stretching) is a safe lookup key. */
+const REFRESH_TOKEN_BYTES = 32;
+
+export const hashRefreshToken = (token: string) => createHash('sha256').update(token).digest('hex');
+
+/** The HTTP-level facts a grant needs besides its parameters. */
+export interface GrantContext {
+  clientAddress: string;
+  /** Client id and secret from an `Authorization: Basic` header (RFC 6749 §2.3.1), when sent. */
+  basic?: { clientId: string; clientSecret: string };
+}
+
+export interface TokenService {
+  grant(body: Record<string, unknown>, context: GrantContext): Promise<TokenResponse>;
+  /** RFC 7009: revokes the refresh token's family; unknown tokens are not an error. */
+  revoke(token: string): Promise<void>;
+  /** Revokes every refresh token of an identity (its password changed, a credential was revoked). */
+  revokeIdentity(identityId: string): Promise<number>;
+}
+
+export interface TokenServiceOptions {
+  repository: RefreshTokenRepository;
+  signer: TokenSigner;
+  upstream: UpstreamClient;
+  throttle: LoginThrottle;
+  logger: Logger;
+  refreshTokenTtlSeconds: number;
+}
+
+/** The one way a request's parameters become a grant: the wrong shape is `invalid_request`. */
+function parse<T>(schema: { safeParse(value: unknown): { success: true; data: T } | { success: false; error: { issues: { path: PropertyKey[] }[] } } }, body: unknown): T {
+  const result = schema.safeParse(body);
+  if (result.success) return result.data;
+  const names = [...new Set(result.error.issues.map((issue) => String(issue.path[0] ?? 'body')))];
+  throw invalidRequest(`Missing or invalid parameter: ${names.join(', ')}.`);
+}
+
+export function createTokenService(options: TokenServiceOptions): TokenService {
+  const { repository, signer, upstream, throttle, logger } = options;
+
+  /** Upstream failures say nothing about the caller's credentials: 503, never invalid_grant. */
+  const upstreamCall = async <T>(fn: () => Promise<T>): Promise<T> => {
+    try {
+      return await fn();
+    } catch (error) {
+      if (error instanceof UpstreamError) {
+        logger.error({ err: error }, 'token request failed: an upstream service did not answer');
+        throw upstreamUnavailable();
+      }
+      throw error;
+    }
+  };
+
+  const issueRefreshToken = async (identityId: string, familyId: string) => {
+    const token = randomBytes(REFRESH_TOKEN_BYTES).toString('base64url');
+    await repository.insert({
+      id: randomUUID(),
+      tokenHash: hashRefreshToken(token),
+      familyId,
+      identityId,
+      expiresAt: new Date(Date.now() + options.refreshTokenTtlSeconds * 1000),
+    });
+    return token;
+  };
+
+  const tokensFor = async (identityId: string, roles: string[], familyId: string): Promise<TokenResponse> => {
+    const access = await signer.sign(identityId, roles);
+    const refreshToken = await issueRefreshToken(identityId, familyId);
+    return { access_token: access.token, token_type: 'Bearer', expires_in: access.expiresIn, refresh_token: refreshToken };
+  };
+
+  const passwordGrant = async (grant: PasswordGrant, context: GrantContext) => {
+    const retryAfter = await throttle.blocked(context.clientAddress, grant.username);
+    if (retryAfter !== undefined) throw tooManyAttempts(retryAfter);
+    // credentials verifies a dummy hash when the email is unknown: same answer, same time.
+    const verdict = await upstreamCall(() => upstream.verifyPassword(grant.username, grant.password));
+    if (!verdict.valid || !verdict.identityId) {
+      await throttle.recordFailure(context.clientAddress, grant.username);
+      throw invalidCredentials();
+    }
+    const identityId = verdict.identityId;
+    const identity = await upstreamCall(() => upstream.lookupIdentity({ id: identityId }));
+    if (!identity || !identity.activated) throw invalidCredentials();
+    await throttle.recordSuccess(context.clientAddress, grant.username);
+    return tokensFor(identity.id, identity.roles, randomUUID());
+  };
+
+  const refreshGrant = async (grant: RefreshGrant) => {
+    const hash = hashRefreshToken(grant.refresh_token);
+    const claimed = await repository.claim(hash, new Date());
+    if (!claimed) {
+      const spent = await repository.spentFamily(hash);
+      if (spent) {
+        // A spent token came back: it was stolen, or its owner's copy was. Either way, every
+        // token descending from that sign-in is now untrusted.
+        const revoked = await repository.revokeFamily(spent, new Date());
+        logger.warn({ familyId: spent, revoked }, 'refresh token reused; its family is revoked');
+      }
+      throw invalidRefreshToken();
+    }
+    const identity = await upstreamCall(() => upstream.lookupIdentity({ id: claimed.identityId }));
+    if (!identity || !identity.activated) {
+      await repository.revokeFamily(claimed.familyId, new Date());
+      throw invalidRefreshToken();
+    }
+    // Roles come from identity now, not from the sign-in: a revoked admin role ends at the next refresh.
+    return tokensFor(identity.id, identity.roles, claimed.familyId);
+  };
+
+  /** RFC 6749 §2.3.1: HTTP Basic or `client_secret` in the body, never both. */
+  const clientCredentialsGrant = async (grant: ClientCredentialsGrant, context: GrantContext): Promise<TokenResponse> => {
+    if (context.basic && (grant.client_secret !== undefined || grant.client_id !== undefined)) {
+      throw invalidRequest('Authenticate the client with HTTP Basic or with client_secret in the body, not both.');
+    }
+    const clientId = context.basic?.clientId || grant.client_id;
+    const secret = context.basic?.clientSecret ?? grant.client_secret;
+    if (!secret) throw invalidClient();
+    const retryAfter = await throttle.blocked(context.clientAddress);
+    if (retryAfter !== undefined) throw tooManyAttempts(retryAfter);
+    const verdict = await upstreamCall(() => upstream.verifyApiKey(secret));
+    const matchesClientId = !clientId || clientId === verdict.credentialId || clientId === verdict.identityId;
+    if (!verdict.valid || !verdict.identityId || !matchesClientId) {
+      await throttle.recordFailure(context.clientAddress);
+      throw invalidClient();
+    }
+    const access = await signer.sign(verdict.identityId, ['system']);
+    return { access_token: access.token, token_type: 'Bearer', expires_in: access.expiresIn };
+  };
+
+  return {
+    grant: async (body, context) => {
+      const grantType = body.grant_type;
+      if (typeof grantType !== 'string' || grantType === '') throw invalidRequest('Missing or invalid parameter: grant_type.');
+      switch (grantType) {
+        case 'password':
+          return passwordGrant(parse(passwordGrantSchema, body), context);
+        case 'refresh_token':
+          return refreshGrant(parse(refreshGrantSchema, body));
+        case 'client_credentials':
+          return clientCredentialsGrant(parse(clientCredentialsGrantSchema, body), context);
+        default:
+          throw new OAuthError('unsupported_grant_type', `grant_type must be one of: ${GRANT_TYPES.join(', ')}.`);
+      }
+    },
+
+    revoke: async (token) => {
+      const familyId = await repository.familyOf(hashRefreshToken(token));
+      if (familyId) await repository.revokeFamily(familyId, new Date());
+    },
+
+    revokeIdentity: (identityId) => repository.revokeIdentity(identityId, new Date()),
+  };
+}

@@ -1,0 +1,59 @@
+import { randomUUID } from 'node:crypto';
+import { SignJWT } from 'jose';
+import type { KeyService } from '../keys/service.js';
+import { SIGNING_ALGORITHM } from '../keys/service.js';
+
+export interface SignedToken {
+  token: string;
+  expiresIn: number;
+}
+
+export interface TokenSigner {
+  /** Signs an access token for `sub` with `roles`, valid `ttlSeconds` (default: the configured TTL). */
+  sign(sub: string, roles: string[], ttlSeconds?: number): Promise<SignedToken>;
+}
+
+export function createTokenSigner(options: { keys: KeyService; issuer: string; audience: string; accessTokenTtlSeconds: number }): TokenSigner {
+  return {
+    sign: async (sub, roles, ttlSeconds = options.accessTokenTtlSeconds) => {
+      const { kid, key } = await options.keys.signingKey();
+      const now = Math.floor(Date.now() / 1000);
+      const token = await new SignJWT({ roles })
+        .setProtectedHeader({ alg: SIGNING_ALGORITHM, kid, typ: 'JWT' })
+        .setIssuer(options.issuer)
+        .setAudience(options.audience)
+        .setSubject(sub)
+        .setIssuedAt(now)
+        .setExpirationTime(now + ttlSeconds)
+        .setJti(randomUUID())
+        .sign(key);
+      return { token, expiresIn: ttlSeconds };
+    },
+  };
+}
+
+/** Subject of the tokens sso mints for its own calls to other services. */
+export const SSO_SYSTEM_SUBJECT = 'service:sso';
+/** A system token lives a minute: long enough for a call, short enough to be worthless when leaked. */
+const SYSTEM_TOKEN_TTL_SECONDS = 60;
+/** A cached system token is replaced this long before it expires, so no call carries a dying one. */
+const SYSTEM_TOKEN_RENEW_SECONDS = 20;
+
+/** sso's own short-lived `system` token for service-to-service calls, reused until it nears expiry. */
+export function createSystemTokens(signer: TokenSigner): () => Promise<string> {
+  let current: { token: string; renewAt: number } | undefined;
+  let pending: Promise<string> | undefined;
+  return async () => {
+    if (current && Date.now() < current.renewAt) return current.token;
+    pending ??= signer
+      .sign(SSO_SYSTEM_SUBJECT, ['system'], SYSTEM_TOKEN_TTL_SECONDS)
+      .then(({ token }) => {
+        current = { token, renewAt: Date.now() + (SYSTEM_TOKEN_TTL_SECONDS - SYSTEM_TOKEN_RENEW_SECONDS) * 1000 };
+        return token;
+      })
+      .finally(() => {
+        pending = undefined;
+      });
+    return pending;
+  };
+}

@@ -1,0 +1,84 @@
+import { createHash } from 'node:crypto';
+import type { Cache, Logger } from '@app/platform';
+
+/**
+ * Limits on failed sign-ins, kept in the shared cache (Redis when configured) so every sso
+ * replica counts together. Three counters, each in a fixed 15-minute window:
+ *
+ * - per client address: ADDRESS_LIMIT failures, whatever the username, block that address.
+ *   One host cannot spray passwords over many accounts.
+ * - per (username, address) pair: PAIR_LIMIT failures block that username *from that address
+ *   only*. Guessing one password from one host is slow; the owner, signing in from anywhere
+ *   else, is not affected.
+ * - per username, over every address: past USERNAME_LIMIT the account is under a distributed
+ *   attack, and from then on every address gets a single failure for it before its pair is
+ *   blocked. An attacker with many addresses gets one guess per address per window.
+ *
+ * No limit ever blocks a username everywhere, so an attacker cannot lock the owner out: the
+ * owner's own address is blocked only after the owner's own failures there, and every block
+ * ends when its window does (at most 15 minutes). A success clears its pair's count.
+ */
+export const WINDOW_SECONDS = 15 * 60;
+export const ADDRESS_LIMIT = 50;
+export const PAIR_LIMIT = 5;
+export const USERNAME_LIMIT = 20;
+
+export interface LoginThrottle {
+  /** Seconds to wait when the address or the pair is blocked, else undefined. */
+  blocked(address: string, username?: string): Promise<number | undefined>;
+  recordFailure(address: string, username?: string): Promise<void>;
+  recordSuccess(address: string, username: string): Promise<void>;
+}
+
+/** Usernames are hashed into keys: emails never sit in the cache, and any length fits. */
+const userKey = (username: string) => createHash('sha256').update(username.trim().toLowerCase()).digest('base64url');
+
+export function createLoginThrottle(cache: Cache, logger: Logger): LoginThrottle {
+  const keys = (address: string, username?: string) => ({
+    address: `sso:login-failures:address:${address}`,
+    pair: username === undefined ? undefined : `sso:login-failures:pair:${userKey(username)}:${address}`,
+    username: username === undefined ? undefined : `sso:login-failures:user:${userKey(username)}`,
+  });
+  const blockKey = (counter: string) => `${counter}:blocked-until`;
+  const block = (counter: string, resetSeconds: number) =>
+    cache.set(blockKey(counter), String(Date.now() + resetSeconds * 1000), resetSeconds);
+
+  /** The cache fails open: when it is down sign-ins still work, unthrottled, and we say so. */
+  const failOpen = async <T>(what: string, fn: () => Promise<T>): Promise<T | undefined> => {
+    try {
+      return await fn();
+    } catch (error) {
+      logger.warn({ err: error }, `login throttle unavailable (${what}); failing open`);
+      return undefined;
+    }
+  };
+
+  return {
+    blocked: async (address, username) =>
+      failOpen('check', async () => {
+        const k = keys(address, username);
+        const until = await Promise.all([k.address, k.pair].filter((key) => key !== undefined).map((key) => cache.get(blockKey(key))));
+        const latest = Math.max(0, ...until.map((value) => Number(value ?? 0)));
+        const seconds = Math.ceil((latest - Date.now()) / 1000);
+        return seconds > 0 ? seconds : undefined;
+      }),
+
+    recordFailure: async (address, username) => {
+      await failOpen('record', async () => {
+        const k = keys(address, username);
+        const byAddress = await cache.hit(k.address, WINDOW_SECONDS);
+        if (byAddress.count >= ADDRESS_LIMIT) await block(k.address, byAddress.resetSeconds);
+        if (!k.pair || !k.username) return;
+        const [byPair, byUsername] = await Promise.all([cache.hit(k.pair, WINDOW_SECONDS), cache.hit(k.username, WINDOW_SECONDS)]);
+        if (byPair.count >= PAIR_LIMIT || byUsername.count >= USERNAME_LIMIT) await block(k.pair, byPair.resetSeconds);
+      });
+    },
+
+    recordSuccess: async (address, username) => {
+      await failOpen('reset', async () => {
+        const pair = keys(address, username).pair!;
+        await cache.delete(pair, blockKey(pair));
+      });
+    },
+  };
+}

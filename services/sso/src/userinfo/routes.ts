@@ -1,0 +1,28 @@
+import { authenticate, principalOf, problemSchema, type App, type TokenVerifier } from '@app/platform';
+import { z } from 'zod';
+import { USERINFO_PATH } from '../keys/routes.js';
+
+const userinfoSchema = z
+  .object({ sub: z.string(), roles: z.array(z.string()), exp: z.number().int() })
+  .meta({ id: 'UserInfo' });
+
+/** Who the bearer token says its holder is: lets a client check a token without parsing it. */
+export async function userinfoRoutes(app: App, options: { verifier: TokenVerifier }): Promise<void> {
+  app.get(
+    USERINFO_PATH,
+    {
+      preHandler: authenticate(options.verifier),
+      schema: {
+        tags: ['SSO'],
+        summary: "The bearer token's subject and roles",
+        security: [{ bearerAuth: [] }],
+        response: { 200: userinfoSchema, 401: problemSchema },
+      },
+    },
+    async (request, reply) => {
+      const principal = principalOf(request);
+      reply.header('cache-control', 'no-store');
+      return { sub: principal.id, roles: principal.roles, exp: principal.claims.exp };
+    },
+  );
+}

@@ -1,0 +1,168 @@
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
+import { randomUUID } from 'node:crypto';
+import { migrate } from '@app/platform';
+import { openTestDependencies, testModes } from '@app/testing';
+import { PrismaClient } from '../src/generated/prisma/client.js';
+import { createPrismaClient } from '@app/platform';
+import { SSO_MIGRATIONS } from '../src/index.js';
+import { clientAddress, parseTrustedProxies } from '../src/tokens/client-address.js';
+import { startSso } from './support.js';
+
+// Suites start real servers; jest's projects mode ignores the preset's testTimeout.
+jest.setTimeout(30_000);
+
+const waitFor = async (check: () => boolean | Promise<boolean>) => {
+  for (let i = 0; i < 200 && !(await check()); i++) await new Promise((resolve) => setTimeout(resolve, 25));
+  expect(await check()).toBe(true);
+};
+
+describe.each(testModes())('bootstrap admin (%s)', (mode) => {
+  it('creates the configured admin once, with role admin and its password, and signs it in', async () => {
+    const sso = await startSso(mode, { BOOTSTRAP_ADMIN_EMAIL: 'boss@example.com', BOOTSTRAP_ADMIN_PASSWORD: 'a long admin password' });
+    try {
+      await waitFor(() => sso.double.identityByEmail('boss@example.com') !== undefined && sso.double.passwordOf(sso.double.identityByEmail('boss@example.com')!.id) !== undefined);
+      expect(sso.double.identityByEmail('boss@example.com')).toMatchObject({ roles: ['admin'], activated: true });
+      const response = await sso.token({ grant_type: 'password', username: 'boss@example.com', password: 'a long admin password' });
+      expect(response.status).toBe(200);
+      expect(sso.announced).toEqual([]);
+    } finally {
+      await sso.close();
+    }
+  });
+
+  it('in all-in-one mode with nothing configured, creates admin@localhost and shows its generated password once', async () => {
+    const sso = await startSso(mode, { ALL_IN_ONE: 'true' });
+    try {
+      await waitFor(() => sso.announced.length === 1);
+      const password = /Password \(shown once, store it now\): (\S+)/.exec(sso.announced[0]!)?.[1];
+      expect(password).toMatch(/^[\w-]{24}$/);
+      expect((await sso.token({ grant_type: 'password', username: 'admin@localhost', password: password! })).status).toBe(200);
+      // A restart finds the admin and shows nothing.
+      await sso.service.close();
+      const { startService } = await import('@app/platform');
+      const { createSsoService } = await import('../src/index.js');
+      const again: string[] = [];
+      const restarted = await startService(createSsoService({ announce: (m) => again.push(m) }), sso.deps, { host: '127.0.0.1', port: Number(new URL(sso.url).port) });
+      const identityCalls = () => sso.double.calls['/internal/v1/identities/lookup'] ?? 0;
+      const before = identityCalls();
+      await waitFor(() => identityCalls() > before);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(again).toEqual([]);
+      expect(sso.double.passwordOf(sso.double.identityByEmail('admin@localhost')!.id)).toBe(password);
+      await restarted.close();
+    } finally {
+      await sso.double.close();
+      await sso.deps.dispose();
+    }
+  });
+});
+
+describe('refusing to promote a squatter', () => {
+  it('leaves an identity without the admin role untouched and gives it no password', async () => {
+    const { bootstrapAdmin } = await import('../src/bootstrap/admin.js');
+    const { startDirectoryDouble, startTokenIssuer, silentLogger } = await import('@app/testing');
+    const issuer = await startTokenIssuer();
+    const double = await startDirectoryDouble({ jwksUrl: issuer.jwksUrl, issuer: issuer.issuer, audience: issuer.audience });
+    try {
+      const squatter = double.addIdentity({ email: 'boss@example.com' });
+      const { createUpstreamClient } = await import('../src/upstream/internal-client.js');
+      const upstream = createUpstreamClient({
+        identityUrl: double.url,
+        credentialsUrl: double.url,
+        systemToken: () => issuer.mint('service:sso', ['system']),
+        timeoutMs: 2_000,
+      });
+      const outcome = await bootstrapAdmin({ upstream, logger: silentLogger(), email: 'boss@example.com', password: 'a long admin password', announce: () => undefined });
+      expect(outcome).toBe('refused');
+      expect(double.identityByEmail('boss@example.com')).toEqual(squatter);
+      expect(double.passwordOf(squatter.id)).toBeUndefined();
+    } finally {
+      await double.close();
+      await issuer.close();
+    }
+  });
+});
+
+describe('discovery', () => {
+  it('describes the endpoints, grants and algorithm', async () => {
+    const sso = await startSso('embedded');
+    try {
+      const response = await fetch(`${sso.url}/.well-known/openid-configuration`);
+      expect(response.status).toBe(200);
+      expect(await response.json()).toEqual({
+        issuer: 'http://localhost:3000',
+        jwks_uri: 'http://localhost:3000/api/v1/sso/jwks',
+        token_endpoint: 'http://localhost:3000/api/v1/sso/token',
+        revocation_endpoint: 'http://localhost:3000/api/v1/sso/revoke',
+        userinfo_endpoint: 'http://localhost:3000/api/v1/sso/userinfo',
+        grant_types_supported: ['password', 'refresh_token', 'client_credentials'],
+        token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+        revocation_endpoint_auth_methods_supported: ['none'],
+        id_token_signing_alg_values_supported: ['ES256'],
+        token_endpoint_auth_signing_alg_values_supported: ['ES256'],
+        response_types_supported: ['token'],
+        subject_types_supported: ['public'],
+        scopes_supported: [],
+        claims_supported: ['iss', 'aud', 'sub', 'iat', 'exp', 'jti', 'roles'],
+      });
+    } finally {
+      await sso.close();
+    }
+  });
+});
+
+describe('client address', () => {
+  const trusted = parseTrustedProxies('loopback,uniquelocal');
+  it.each([
+    ['a trusted peer forwarding: the last hop it appended', '127.0.0.1', '6.6.6.6, 203.0.113.9', '203.0.113.9'],
+    ['an IPv4-mapped trusted peer', '::ffff:10.1.2.3', '203.0.113.9', '203.0.113.9'],
+    ['an untrusted peer, whatever it claims', '203.0.113.1', '127.0.0.1', '203.0.113.1'],
+    ['a trusted peer without the header', '127.0.0.1', undefined, '127.0.0.1'],
+    ['a trusted peer with garbage in the header', '127.0.0.1', 'not-an-ip', '127.0.0.1'],
+  ])('%s', (_case, peer, header, expected) => {
+    expect(clientAddress(trusted, peer, header)).toBe(expected);
+  });
+
+  it('rejects a TRUST_PROXY entry that is not an address, a range or a name', () => {
+    expect(() => parseTrustedProxies('loopback,gateway.local')).toThrow('TRUST_PROXY: "gateway.local" is not an IP address');
+  });
+});
+
+describe.each(testModes())('schema.prisma and the migrations (%s)', (mode) => {
+  let deps: Awaited<ReturnType<typeof openTestDependencies>>;
+  beforeAll(async () => {
+    deps = await openTestDependencies(mode);
+    await migrate(deps.database, { schema: 'sso', directory: SSO_MIGRATIONS, logger: deps.logger });
+  });
+  afterAll(() => deps.dispose(), 30_000);
+
+  it('round-trips every model through Prisma on a freshly migrated database', async () => {
+    const prisma = createPrismaClient(PrismaClient, deps.database);
+    const now = new Date(Math.floor(Date.now() / 1000) * 1000);
+    const key = {
+      kid: 'kid-1',
+      algorithm: 'ES256',
+      publicJwk: { kty: 'EC', crv: 'P-256', x: 'x', y: 'y' },
+      privateKey: 'v1.a.b.c',
+      privateKeyEncrypted: true,
+      createdAt: now,
+      activatesAt: now,
+      retiredAt: now,
+      notAfter: now,
+    };
+    await prisma.signingKey.create({ data: key });
+    expect(await prisma.signingKey.findUniqueOrThrow({ where: { kid: 'kid-1' } })).toEqual(key);
+    const token = {
+      id: randomUUID(),
+      tokenHash: 'h'.repeat(64),
+      familyId: randomUUID(),
+      identityId: randomUUID(),
+      createdAt: now,
+      expiresAt: now,
+      usedAt: now,
+      revokedAt: null,
+    };
+    await prisma.refreshToken.create({ data: token });
+    expect(await prisma.refreshToken.findUniqueOrThrow({ where: { id: token.id } })).toEqual(token);
+  });
+});

@@ -1,0 +1,51 @@
+import { startService, type Env, type RunningService } from '@app/platform';
+import { freePort, openTestDependencies, startDirectoryDouble, type DirectoryDouble, type TestMode } from '@app/testing';
+import { createSsoService } from '../src/index.js';
+
+export interface SsoUnderTest {
+  url: string;
+  service: RunningService;
+  double: DirectoryDouble;
+  deps: Awaited<ReturnType<typeof openTestDependencies>>;
+  announced: string[];
+  /** POSTs a form to the token endpoint. */
+  token(params: Record<string, string>, headers?: Record<string, string>): Promise<{ status: number; headers: Headers; body: Record<string, unknown> }>;
+  close(): Promise<void>;
+}
+
+/**
+ * sso listening on a free port over real dependencies of `mode`, with identity and
+ * credentials played by a contract double that checks sso's own system tokens.
+ */
+export async function startSso(mode: TestMode, env: Env = {}): Promise<SsoUnderTest> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const double = await startDirectoryDouble({ jwksUrl: `${url}/api/v1/sso/jwks`, issuer: 'http://localhost:3000', audience: 'api-platform' });
+  const deps = await openTestDependencies(mode, { IDENTITY_URL: double.url, CREDENTIALS_URL: double.url, SSO_URL: url, ...env });
+  const announced: string[] = [];
+  const service = await startService(createSsoService({ announce: (message) => announced.push(message) }), deps, { host: '127.0.0.1', port });
+  return {
+    url,
+    service,
+    double,
+    deps,
+    announced,
+    token: async (params, headers = {}) => {
+      const response = await fetch(`${url}/api/v1/sso/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+        body: new URLSearchParams(params).toString(),
+      });
+      return { status: response.status, headers: response.headers, body: (await response.json()) as Record<string, unknown> };
+    },
+    close: async () => {
+      await service.close();
+      await double.close();
+      await deps.dispose();
+    },
+  };
+}
+
+export { verifyIndependently } from '@app/testing';
+
+export const PASSWORD = 'correct horse battery staple';

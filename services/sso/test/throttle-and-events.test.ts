@@ -1,0 +1,127 @@
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
+import { testModes } from '@app/testing';
+import { hashRefreshToken } from '../src/tokens/service.js';
+import { ADDRESS_LIMIT, PAIR_LIMIT, USERNAME_LIMIT } from '../src/tokens/throttle.js';
+import { PASSWORD, startSso, type SsoUnderTest } from './support.js';
+
+// Suites start real servers; jest's projects mode ignores the preset's testTimeout.
+jest.setTimeout(30_000);
+
+describe.each(testModes())('failed-login throttling (%s)', (mode) => {
+  let sso: SsoUnderTest;
+  beforeAll(async () => {
+    sso = await startSso(mode);
+  });
+  afterAll(() => sso.close(), 30_000);
+
+  // The peer is loopback, which TRUST_PROXY trusts as the gateway: its X-Forwarded-For names the client.
+  const from = (address: string) => ({ 'x-forwarded-for': address });
+  const attempt = (username: string, password: string, address: string) =>
+    sso.token({ grant_type: 'password', username, password }, from(address));
+
+  it('blocks a username from one address after repeated failures, with Retry-After, but not its owner elsewhere', async () => {
+    sso.double.addIdentity({ email: 'victim@example.com', password: PASSWORD });
+    for (let i = 0; i < PAIR_LIMIT; i++) expect((await attempt('victim@example.com', 'guess', '203.0.113.7')).status).toBe(400);
+    const blocked = await attempt('victim@example.com', PASSWORD, '203.0.113.7');
+    expect(blocked.status).toBe(429);
+    expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(Number(blocked.headers.get('retry-after'))).toBeLessThanOrEqual(900);
+    expect(blocked.body).toEqual({ error: 'slow_down', error_description: `Too many failed attempts; retry after ${blocked.headers.get('retry-after')} seconds.` });
+    expect((await attempt('victim@example.com', PASSWORD, '198.51.100.20')).status).toBe(200);
+  });
+
+  it('answers an unknown username the same way once blocked, so blocking reveals nothing', async () => {
+    for (let i = 0; i < PAIR_LIMIT; i++) await attempt('ghost@example.com', 'guess', '203.0.113.8');
+    expect((await attempt('ghost@example.com', 'guess', '203.0.113.8')).status).toBe(429);
+  });
+
+  it('under a distributed attack gives each address one failure per username, and still lets the owner in', async () => {
+    sso.double.addIdentity({ email: 'target@example.com', password: PASSWORD });
+    for (let i = 0; i < USERNAME_LIMIT; i++) await attempt('target@example.com', 'guess', `192.0.2.${i + 1}`);
+    // The attack is detected: an attacking address that failed once is now blocked for this username.
+    expect((await attempt('target@example.com', 'guess', `192.0.2.${USERNAME_LIMIT}`)).status).toBe(429);
+    // The owner, from an address with no failures, signs in.
+    expect((await attempt('target@example.com', PASSWORD, '198.51.100.99')).status).toBe(200);
+  });
+
+  it('blocks an address spraying many usernames', async () => {
+    for (let i = 0; i < ADDRESS_LIMIT; i++) await attempt(`spray${i}@example.com`, 'guess', '203.0.113.50');
+    sso.double.addIdentity({ email: 'bystander@example.com', password: PASSWORD });
+    expect((await attempt('bystander@example.com', PASSWORD, '203.0.113.50')).status).toBe(429);
+    expect((await sso.token({ grant_type: 'client_credentials', client_secret: 'ak_x' }, from('203.0.113.50'))).status).toBe(429);
+  });
+
+  it('ignores X-Forwarded-For from a peer it does not trust', async () => {
+    const strict = await startSso(mode, { TRUST_PROXY: 'none' });
+    try {
+      strict.double.addIdentity({ email: 'ada@example.com', password: PASSWORD });
+      for (let i = 0; i < PAIR_LIMIT; i++) {
+        await strict.token({ grant_type: 'password', username: 'ada@example.com', password: 'guess' }, from(`203.0.113.${i + 100}`));
+      }
+      // Every attempt counted against the real peer (loopback), whatever the header said.
+      const blocked = await strict.token({ grant_type: 'password', username: 'ada@example.com', password: PASSWORD }, from('198.51.100.1'));
+      expect(blocked.status).toBe(429);
+    } finally {
+      await strict.close();
+    }
+  });
+});
+
+describe.each(testModes())('credential events (%s)', (mode) => {
+  let sso: SsoUnderTest;
+  beforeAll(async () => {
+    sso = await startSso(mode);
+  });
+  afterAll(() => sso.close(), 30_000);
+
+  const signIn = async (email: string) => String((await sso.token({ grant_type: 'password', username: email, password: PASSWORD })).body.refresh_token);
+  const refreshUntilRefused = async (token: string) => {
+    // The event is handled asynchronously: wait until the token's row says revoked (5 s at most).
+    for (let i = 0; i < 100; i++) {
+      const rows = await sso.deps.database.query<{ n: number }>(
+        'select count(*)::int as n from "sso"."refresh_token" where token_hash = $1 and revoked_at is not null',
+        [hashRefreshToken(token)],
+      );
+      if (rows[0]!.n === 1) break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    return sso.token({ grant_type: 'refresh_token', refresh_token: token });
+  };
+  const event = (identityId: string, extra: Record<string, unknown>) => ({
+    credentialId: '00000000-0000-4000-8000-000000000001',
+    identityId,
+    provider: 'LOCAL',
+    type: 'PASSWORD',
+    activated: true,
+    occurredAt: new Date().toISOString(),
+    ...extra,
+  });
+
+  it('revokes the identity refresh tokens when its password changes', async () => {
+    const { id } = sso.double.addIdentity({ email: 'changer@example.com', password: PASSWORD });
+    const token = await signIn('changer@example.com');
+    await sso.deps.bus.publish('credential.updated', event(id, { secretChanged: true }));
+    const refused = await refreshUntilRefused(token);
+    expect(refused.status).toBe(400);
+    expect(refused.body.error).toBe('invalid_grant');
+  });
+
+  it('revokes them when a credential is revoked', async () => {
+    const { id } = sso.double.addIdentity({ email: 'revoked@example.com', password: PASSWORD });
+    const token = await signIn('revoked@example.com');
+    await sso.deps.bus.publish('credential.revoked', event(id, { activated: false }));
+    expect((await refreshUntilRefused(token)).status).toBe(400);
+  });
+
+  it('leaves them alone when a credential changes without a new secret', async () => {
+    const { id } = sso.double.addIdentity({ email: 'renamed@example.com', password: PASSWORD });
+    const token = await signIn('renamed@example.com');
+    const other = sso.double.addIdentity({ email: 'marker@example.com', password: PASSWORD });
+    const marker = await signIn('marker@example.com');
+    await sso.deps.bus.publish('credential.updated', event(id, { secretChanged: false }));
+    // Events are handled in order: once the marker's revocation is visible, the first event was handled too.
+    await sso.deps.bus.publish('credential.revoked', event(other.id, {}));
+    await refreshUntilRefused(marker);
+    expect((await sso.token({ grant_type: 'refresh_token', refresh_token: token })).status).toBe(200);
+  });
+});
