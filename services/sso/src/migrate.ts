@@ -1,0 +1,4 @@
+import { runMigrationsStandalone } from '@app/platform';
+import { ssoService } from './index.js';
+
+await runMigrationsStandalone(ssoService);
