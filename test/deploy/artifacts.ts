@@ -32,12 +32,12 @@ export function distEntryExists(service: string, distPath: string): boolean {
 
 /**
  * The services a service calls over HTTP, read from its sources: a `<NAME>_URL` setting it
- * uses, or the JWKS (`jwksUrlOf` / `tokenVerifierOptions`, served by sso) every token verifier fetches.
+ * uses, or the JWKS (`jwksUrlOf`, `tokenVerifierOptions`, `accessTokenVerifier`: served by sso) every token verifier fetches.
  */
 export function callsOf(service: string): ServiceName[] {
   const sources = sourceFiles(join(ROOT, 'services', service, 'src')).map((path) => readFileSync(path, 'utf8')).join('\n');
   const called = PLATFORM_SERVICES.filter((name) => name !== service && sources.includes(`${name.toUpperCase()}_URL`));
-  if (service !== 'sso' && /\b(jwksUrlOf|tokenVerifierOptions)\(/.test(sources) && !called.includes('sso')) called.push('sso');
+  if (service !== 'sso' && /\b(jwksUrlOf|tokenVerifierOptions|accessTokenVerifier)\(/.test(sources) && !called.includes('sso')) called.push('sso');
   return called.filter((name) => name !== 'gateway');
 }
 

@@ -52,7 +52,8 @@ describe.each(testModes())('all-in-one platform (%s)', (mode) => {
 });
 
 /** Waits for a line of a child's JSON log that satisfies `match`. */
-function waitForLog(child: ChildProcess, match: (line: Record<string, unknown>) => boolean, timeoutMs = 30_000) {
+// Generous: a first start creates the embedded database, which takes a while on a busy machine.
+function waitForLog(child: ChildProcess, match: (line: Record<string, unknown>) => boolean, timeoutMs = 90_000) {
   return new Promise<Record<string, unknown>>((resolve, reject) => {
     let buffer = '';
     const timer = setTimeout(() => reject(new Error(`no matching log line in ${timeoutMs} ms:\n${buffer}`)), timeoutMs);
@@ -103,7 +104,7 @@ describe('standalone entries', () => {
       child.kill('SIGKILL');
       await db?.drop();
     }
-  }, 60_000);
+  }, 120_000);
 
   if (REAL.databaseUrl) {
     const baseUrl = REAL.databaseUrl;

@@ -111,7 +111,7 @@ const configSchema = z.object({
    * new key (SSO_KEY_ACTIVATION_DELAY_SECONDS), so every verifier can fetch it first.
    */
   JWKS_COOLDOWN_SECONDS: positiveInt('a whole number of seconds, at least 1').default(30),
-  /** Verified tokens the gateway remembers until their `exp`; 0 verifies every request anew. */
+  /** Verified tokens each verifier (gateway and services) remembers until their `exp`; 0 verifies every request anew. */
   VERIFIED_TOKEN_CACHE_MAX: z.coerce
     .number({ error: 'expected a whole number of entries, 0 or more' })
     .int({ error: 'expected a whole number of entries, 0 or more' })

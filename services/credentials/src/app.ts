@@ -1,8 +1,7 @@
 import {
   cacheCheck,
   createApp,
-  createTokenVerifier,
-  tokenVerifierOptions,
+  accessTokenVerifier,
   databaseCheck,
   healthRoutes,
   RELEASE_VERSION,
@@ -33,9 +32,7 @@ export async function buildApp(deps: Dependencies, options: CredentialsAppOption
     bodyLimit: deps.config.BODY_LIMIT,
     description: 'Credentials per identity: LOCAL passwords (argon2id), GOOGLE/GITHUB subjects, API keys',
   });
-  const verifier =
-    options.verifier ??
-    createTokenVerifier(tokenVerifierOptions(deps.config));
+  const verifier = options.verifier ?? accessTokenVerifier(deps.config);
   const repository = createCredentialRepository(deps.database);
   const relay = startOutboxRelay({ database: deps.database, bus: deps.bus, schema: CREDENTIALS_SCHEMA, logger: deps.logger });
   const service = createCredentialService({

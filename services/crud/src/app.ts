@@ -1,12 +1,11 @@
 import {
   cacheCheck,
   createApp,
-  createTokenVerifier,
+  accessTokenVerifier,
   databaseCheck,
   healthRoutes,
   RELEASE_VERSION,
   startOutboxRelay,
-  tokenVerifierOptions,
   type App,
   type Dependencies,
 } from '@app/platform';
@@ -28,7 +27,7 @@ export async function buildApp(deps: Dependencies): Promise<App> {
     await relay.stop();
     await prisma.$disconnect();
   });
-  const verifier = createTokenVerifier(tokenVerifierOptions(deps.config));
+  const verifier = accessTokenVerifier(deps.config);
 
   await healthRoutes(app, {
     service: 'crud',

@@ -1,4 +1,4 @@
-import { bearerToken, cachingTokenVerifier, createTokenVerifier, invalidToken, tokenVerifierOptions, type App, type PlatformConfig, type TokenVerifier } from '@app/platform';
+import { accessTokenVerifier, bearerToken, invalidToken, type App, type PlatformConfig, type TokenVerifier } from '@app/platform';
 
 /**
  * Requests the gateway forwards without a token: probes, docs, signing up, and the OAuth
@@ -25,7 +25,7 @@ export function isPublic(method: string, url: string): boolean {
 
 /** The gateway's verifier: sso's JWKS, with verified tokens cached until `exp` (VERIFIED_TOKEN_CACHE_MAX). */
 export function edgeVerifier(config: PlatformConfig): TokenVerifier {
-  return cachingTokenVerifier(createTokenVerifier(tokenVerifierOptions(config)), { maxEntries: config.VERIFIED_TOKEN_CACHE_MAX });
+  return accessTokenVerifier(config);
 }
 
 /**

@@ -1,8 +1,7 @@
 import {
   cacheCheck,
   createApp,
-  createTokenVerifier,
-  tokenVerifierOptions,
+  accessTokenVerifier,
   databaseCheck,
   healthRoutes,
   RELEASE_VERSION,
@@ -29,9 +28,7 @@ export async function buildApp(deps: Dependencies, options: IdentityAppOptions =
     bodyLimit: deps.config.BODY_LIMIT,
     description: 'Identities: name, email, avatar and roles (never passwords)',
   });
-  const verifier =
-    options.verifier ??
-    createTokenVerifier(tokenVerifierOptions(deps.config));
+  const verifier = options.verifier ?? accessTokenVerifier(deps.config);
   const repository = createIdentityRepository(deps.database);
   const relay = startOutboxRelay({ database: deps.database, bus: deps.bus, schema: IDENTITY_SCHEMA, logger: deps.logger });
   const service = createIdentityService({ repository, cache: deps.cache, logger: deps.logger, eventsCommitted: relay.wake });

@@ -142,3 +142,12 @@ export function principalOf(request: FastifyRequest): Principal {
 }
 
 export const hasRole = (principal: Principal, role: string) => principal.roles.includes(role);
+
+/**
+ * The verifier a deployment uses, at the gateway and in every service: sso's JWKS with the
+ * configured cooldown, and verified tokens remembered until their `exp`
+ * (VERIFIED_TOKEN_CACHE_MAX), so a hot path pays for one signature check per token.
+ */
+export function accessTokenVerifier(config: PlatformConfig): TokenVerifier {
+  return cachingTokenVerifier(createTokenVerifier(tokenVerifierOptions(config)), { maxEntries: config.VERIFIED_TOKEN_CACHE_MAX });
+}
