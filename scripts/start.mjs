@@ -2,7 +2,10 @@
 // wait for. Every workspace's TypeScript is transpiled to its dist/ with esbuild (the same
 // file layout tsc emits, in well under a second; type checking stays `npm run typecheck`'s
 // job), then the all-in-one entry runs from dist/ like a container would: compiled code
-// keeps the process ~70 MB leaner than an on-the-fly TypeScript loader.
+// keeps the process ~70 MB leaner than an on-the-fly TypeScript loader. `npm start` also
+// runs node with a 2 MB young generation (--max-semi-space-size=2): a development process
+// trades a few more minor GCs for ~30-50 MB less resident memory (measured 272 MB idle
+// against 300-333 MB with the 16 MB default).
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { build, stop } from 'esbuild';
