@@ -12,10 +12,9 @@ import {
 import { startAdminBootstrap, DEV_ADMIN_EMAIL } from './bootstrap/admin.js';
 import { subscribeToCredentialEvents } from './events/credential-events.js';
 import { PrismaClient } from './generated/prisma/client.js';
-import { createKeyEncryption } from './keys/key-encryption.js';
-import { createKeyRepository } from './keys/repository.js';
 import { keyRoutes } from './keys/routes.js';
-import { createKeyService, type KeyService } from './keys/service.js';
+import { configuredKeyService } from './keys/configured.js';
+import type { KeyService } from './keys/service.js';
 import { parseTrustedProxies } from './tokens/client-address.js';
 import { createRefreshTokenRepository } from './tokens/repository.js';
 import { tokenRoutes } from './tokens/routes.js';
@@ -46,16 +45,7 @@ export async function buildApp(deps: Dependencies, options: SsoAppOptions = {}):
   const { config, logger } = deps;
   const trustedProxies = parseTrustedProxies(config.TRUST_PROXY);
   const prisma = createPrismaClient(PrismaClient, deps.database);
-  const keys = createKeyService({
-    repository: createKeyRepository(prisma),
-    database: deps.database,
-    encryption: createKeyEncryption(config.SSO_KEY_ENCRYPTION_SECRET),
-    logger,
-    accessTokenTtlSeconds: config.ACCESS_TOKEN_TTL_SECONDS,
-    clockToleranceSeconds: config.JWT_CLOCK_TOLERANCE_SECONDS,
-    activationDelaySeconds: config.SSO_KEY_ACTIVATION_DELAY_SECONDS,
-    rotationIntervalSeconds: config.SSO_KEY_ROTATION_INTERVAL_SECONDS,
-  });
+  const keys = configuredKeyService(config, deps.database, logger, prisma);
   await keys.ensureKey();
 
   const signer = createTokenSigner({
