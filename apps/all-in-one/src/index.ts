@@ -1,1 +1,1 @@
-export { startPlatform, type Platform, type PlatformOptions } from './platform.js';
+export { buildPlatform, startPlatform, type Platform, type PlatformOptions } from './platform.js';

@@ -6,15 +6,7 @@ const logger = createLogger(config);
 const started = Date.now();
 try {
   const platform = await startPlatform(config, logger);
-  logger.info(
-    {
-      gateway: platform.url,
-      docs: `${platform.url}/docs`,
-      services: Object.fromEntries(Object.entries(platform.services).map(([name, service]) => [name, service?.url])),
-      startupMs: Date.now() - started,
-    },
-    `platform ready on ${platform.url} (docs at ${platform.url}/docs)`,
-  );
+  logger.info({ url: platform.url, docs: `${platform.url}/docs`, startupMs: Date.now() - started }, `platform ready on ${platform.url} (docs at ${platform.url}/docs)`);
   closeOnSignals(platform.close, logger, config.SHUTDOWN_TIMEOUT_MS);
 } catch (error) {
   logger.fatal({ err: error }, 'the platform failed to start');

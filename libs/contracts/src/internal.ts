@@ -46,6 +46,7 @@ export const internalIdentitySchema = z.object({
   activated: z.boolean(),
 });
 
+export type IdentityLookupRequest = z.infer<typeof identityLookupRequestSchema>;
 export type VerifyPasswordRequest = z.infer<typeof verifyPasswordRequestSchema>;
 export type VerifyPasswordResponse = z.infer<typeof verifyPasswordResponseSchema>;
 export type VerifyApiKeyResponse = z.infer<typeof verifyApiKeyResponseSchema>;

@@ -1,5 +1,4 @@
 import {
-  authenticate,
   pageOf,
   problemSchema,
   setPagingHeaders,
@@ -7,9 +6,8 @@ import {
   type App,
   type Cache,
   type Logger,
-  type TokenVerifier,
 } from '@app/platform';
-import type { FastifyPluginAsync, FastifyReply, onRequestAsyncHookHandler } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { z } from 'zod';
 import type { Domain, ListQuery } from './define-domain.js';
 import { createRecordCache } from './record-cache.js';
@@ -25,7 +23,6 @@ export interface CrudPluginOptions {
   cache: Cache;
   /** Seconds a record or list page stays cached; 0 turns the cache off. */
   cacheTtlSeconds: number;
-  verifier: TokenVerifier;
   logger: Logger;
   /** Called after every committed change (wake the outbox relay). */
   onCommitted?: () => void;
@@ -44,21 +41,21 @@ const NO_CONTENT = z.null().describe('No content');
 const sendJson = (reply: FastifyReply, status: number, body: string) => reply.code(status).type(JSON_TYPE).send(body);
 
 /** The six routes of a domain, relative to its prefix. */
-function registerRoutes(app: App, domain: Domain, service: DomainService, verifier: TokenVerifier): void {
+function registerRoutes(app: App, domain: Domain, service: DomainService): void {
   const { schemas, tag, name, plural } = domain;
-  const requireToken = authenticate(verifier) as unknown as onRequestAsyncHookHandler;
+  const authenticated = { auth: 'authenticated' } as const;
   const secured = { tags: [tag], security: [{ bearerAuth: [] }], headers: schemas.headers };
 
   app.get(
     '/ping',
-    { schema: { tags: [tag], summary: `Check that the ${plural} routes answer (no token needed)`, response: { 200: NO_CONTENT, 500: problemSchema } } },
+    { config: { auth: 'public' }, schema: { tags: [tag], summary: `Check that the ${plural} routes answer (no token needed)`, response: { 200: NO_CONTENT, 500: problemSchema } } },
     async (_request, reply) => (reply as FastifyReply).code(200).send(),
   );
 
   app.get(
     '/:id',
     {
-      onRequest: requireToken,
+      config: authenticated,
       schema: {
         ...secured,
         summary: `Read one ${name} by id`,
@@ -72,7 +69,7 @@ function registerRoutes(app: App, domain: Domain, service: DomainService, verifi
   app.get(
     '/',
     {
-      onRequest: requireToken,
+      config: authenticated,
       schema: {
         ...secured,
         headers: schemas.listHeaders,
@@ -93,7 +90,7 @@ function registerRoutes(app: App, domain: Domain, service: DomainService, verifi
   app.post(
     '/',
     {
-      onRequest: requireToken,
+      config: authenticated,
       schema: {
         ...secured,
         summary: `Create a ${name}`,
@@ -107,7 +104,7 @@ function registerRoutes(app: App, domain: Domain, service: DomainService, verifi
   app.put(
     '/:id',
     {
-      onRequest: requireToken,
+      config: authenticated,
       schema: {
         ...secured,
         summary: `Update a ${name}: only the fields given change`,
@@ -122,7 +119,7 @@ function registerRoutes(app: App, domain: Domain, service: DomainService, verifi
   app.delete(
     '/:id',
     {
-      onRequest: requireToken,
+      config: authenticated,
       schema: {
         ...secured,
         summary: `Delete a ${name}`,
@@ -147,9 +144,9 @@ export function createDomainPlugin(domain: Domain): FastifyPluginAsync<CrudPlugi
       onCommitted: options.onCommitted,
     });
     if (options.prefix) {
-      registerRoutes(app, domain, service, options.verifier);
+      registerRoutes(app, domain, service);
       return;
     }
-    await app.register(async (scoped) => registerRoutes(scoped as unknown as App, domain, service, options.verifier), { prefix: domain.prefix });
+    await app.register(async (scoped) => registerRoutes(scoped as unknown as App, domain, service), { prefix: domain.prefix });
   };
 }

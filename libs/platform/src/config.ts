@@ -1,4 +1,5 @@
 /* eslint-disable no-restricted-properties -- the one module that reads process.env */
+import { DOMAIN_SERVICES, SERVICE_NAMES, SERVICES, type ServiceName } from '@app/contracts';
 import { z } from 'zod';
 
 const port = z.coerce
@@ -31,25 +32,14 @@ const urlWithProtocols = (protocols: string[]) =>
 const serviceUrl = (defaultPort: number) =>
   urlWithProtocols(['http', 'https']).default(`http://127.0.0.1:${defaultPort}`);
 
-/** Every service's port in all-in-one mode, and the default a standalone service listens on. */
-export const DEFAULT_PORTS = {
-  gateway: 3000,
-  identity: 3001,
-  credentials: 3002,
-  sso: 3003,
-  crud: 3004,
-  health: 3005,
-} as const;
+/** Every service's default port: the one it listens on when run alone (the registry's). */
+export const DEFAULT_PORTS = Object.fromEntries(SERVICE_NAMES.map((name) => [name, SERVICES[name].port])) as {
+  [K in ServiceName]: (typeof SERVICES)[K]['port'];
+};
 
-export type ServiceName = keyof typeof DEFAULT_PORTS;
+export { DOMAIN_SERVICES, type ServiceName };
 
-/**
- * The domain services behind the gateway, in start order. The gateway routes to them and the
- * health service reports on them; `PLATFORM_SERVICES` narrows the list for a deployment.
- */
-export const DOMAIN_SERVICES: readonly ServiceName[] = ['identity', 'credentials', 'sso', 'crud'];
-
-const configSchema = z.object({
+const configShape = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Interface a standalone service binds; all-in-one binds its internal services to loopback. */
@@ -80,7 +70,7 @@ const configSchema = z.object({
   PLATFORM_SERVICES: z
     .string()
     .transform((value) => value.split(',').map((name) => name.trim()).filter(Boolean))
-    .pipe(z.array(z.enum(Object.keys(DEFAULT_PORTS) as [ServiceName, ...ServiceName[]], { error: `expected a comma-separated list of: ${Object.keys(DEFAULT_PORTS).join(', ')}` })))
+    .pipe(z.array(z.enum(SERVICE_NAMES as [ServiceName, ...ServiceName[]], { error: `expected a comma-separated list of: ${SERVICE_NAMES.join(', ')}` })))
     .optional()
     .transform((names) => names ?? [...DOMAIN_SERVICES]),
 
@@ -168,25 +158,77 @@ const configSchema = z.object({
   UPSTREAM_TIMEOUT_MS: positiveInt('a duration in milliseconds').default(10_000),
   /** How long a draining process waits for in-flight requests before it exits anyway. */
   SHUTDOWN_TIMEOUT_MS: positiveInt('a duration in milliseconds').default(10_000),
-}).superRefine((config, ctx) => {
-  // OWASP's argon2id table trades memory for passes: 47104x1, 19456x2, 12288x3, 9216x4,
-  // 7168x5 KiB. Every row spends at least 35840 KiB-passes with at least 7 MiB of memory.
-  if (config.ARGON2_MEMORY_KIB < 7_168 || config.ARGON2_MEMORY_KIB * config.ARGON2_TIME_COST < 35_840) {
-    ctx.addIssue({
-      code: 'custom',
-      path: ['ARGON2_MEMORY_KIB'],
-      message:
-        'expected argon2id costs at or above OWASP\'s minimum: ARGON2_MEMORY_KIB >= 7168 and ' +
-        'ARGON2_MEMORY_KIB x ARGON2_TIME_COST >= 35840 (e.g. 19456 with ARGON2_TIME_COST=2)',
-    });
-  }
-  if ((config.BOOTSTRAP_ADMIN_EMAIL === undefined) !== (config.BOOTSTRAP_ADMIN_PASSWORD === undefined)) {
-    const missing = config.BOOTSTRAP_ADMIN_EMAIL === undefined ? 'BOOTSTRAP_ADMIN_EMAIL' : 'BOOTSTRAP_ADMIN_PASSWORD';
-    ctx.addIssue({ code: 'custom', path: [missing], message: 'expected BOOTSTRAP_ADMIN_EMAIL and BOOTSTRAP_ADMIN_PASSWORD together' });
-  }
 });
 
-export type PlatformConfig = z.output<typeof configSchema>;
+type Shape = typeof configShape.shape;
+/** The name of one configuration variable. */
+export type ConfigKey = keyof Shape & string;
+
+/**
+ * Rules across variables, each applied when every variable it reads is validated (a service
+ * that does not own ARGON2_* never fails on them).
+ */
+const CROSS_CHECKS: { keys: ConfigKey[]; check(config: z.output<typeof configShape>, ctx: z.RefinementCtx): void }[] = [
+  {
+    keys: ['ARGON2_MEMORY_KIB', 'ARGON2_TIME_COST'],
+    // OWASP's argon2id table trades memory for passes: 47104x1, 19456x2, 12288x3, 9216x4,
+    // 7168x5 KiB. Every row spends at least 35840 KiB-passes with at least 7 MiB of memory.
+    check: (config, ctx) => {
+      if (config.ARGON2_MEMORY_KIB < 7_168 || config.ARGON2_MEMORY_KIB * config.ARGON2_TIME_COST < 35_840) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['ARGON2_MEMORY_KIB'],
+          message:
+            'expected argon2id costs at or above OWASP\'s minimum: ARGON2_MEMORY_KIB >= 7168 and ' +
+            'ARGON2_MEMORY_KIB x ARGON2_TIME_COST >= 35840 (e.g. 19456 with ARGON2_TIME_COST=2)',
+        });
+      }
+    },
+  },
+  {
+    keys: ['BOOTSTRAP_ADMIN_EMAIL', 'BOOTSTRAP_ADMIN_PASSWORD'],
+    check: (config, ctx) => {
+      if ((config.BOOTSTRAP_ADMIN_EMAIL === undefined) !== (config.BOOTSTRAP_ADMIN_PASSWORD === undefined)) {
+        const missing = config.BOOTSTRAP_ADMIN_EMAIL === undefined ? 'BOOTSTRAP_ADMIN_EMAIL' : 'BOOTSTRAP_ADMIN_PASSWORD';
+        ctx.addIssue({ code: 'custom', path: [missing], message: 'expected BOOTSTRAP_ADMIN_EMAIL and BOOTSTRAP_ADMIN_PASSWORD together' });
+      }
+    },
+  },
+];
+
+/**
+ * Variables every process reads, whatever it runs: logging, where it listens, the backing
+ * servers, token verification and request limits. A service's own variables come on top
+ * (`defineService({ config: [...] })`).
+ */
+export const SHARED_CONFIG: readonly ConfigKey[] = [
+  'NODE_ENV',
+  'LOG_LEVEL',
+  'HOST',
+  'PORT',
+  'DATABASE_URL',
+  'DATABASE_POOL_MAX',
+  'DATA_DIR',
+  'REDIS_URL',
+  'CACHE_MAX_ENTRIES',
+  'NATS_URL',
+  'JWT_ISSUER',
+  'JWT_AUDIENCE',
+  'JWKS_URL',
+  'SSO_URL',
+  'JWT_CLOCK_TOLERANCE_SECONDS',
+  'JWKS_COOLDOWN_SECONDS',
+  'VERIFIED_TOKEN_CACHE_MAX',
+  'TRUST_PROXY',
+  'BODY_LIMIT',
+  'SHUTDOWN_TIMEOUT_MS',
+  'ALL_IN_ONE',
+];
+
+/** The variable that tells where a service is in split mode (IDENTITY_URL, ...). */
+export const urlVariableOf = (name: ServiceName): ConfigKey => SERVICES[name].urlVariable;
+
+export type PlatformConfig = z.output<typeof configShape>;
 
 /** The JWKS verifiers use: JWKS_URL, or sso's own route. */
 export function jwksUrlOf(config: Pick<PlatformConfig, 'JWKS_URL' | 'SSO_URL'>): string {
@@ -206,12 +248,21 @@ export class ConfigError extends Error {
 
 /**
  * Parses the environment once, at start-up. Empty values count as unset, so `FOO=` in an
- * env file falls back to the default instead of failing on an empty string.
+ * env file falls back to the default instead of failing on an empty string. With `only`, just
+ * those variables are validated (a service's slice plus SHARED_CONFIG); every other one takes
+ * its default, so a bad value a process never reads cannot stop it.
  */
-export function loadConfig(env: Env = process.env): PlatformConfig {
+export function loadConfig(env: Env = process.env, only?: readonly ConfigKey[]): PlatformConfig {
   const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== ''));
-  const result = configSchema.safeParse(present);
-  if (result.success) return result.data;
+  const keys = only ? new Set<ConfigKey>([...SHARED_CONFIG, ...only]) : undefined;
+  const checked = keys ? configShape.pick(Object.fromEntries([...keys].map((key) => [key, true])) as Record<ConfigKey, true>) : configShape;
+  const schema = checked.superRefine((config, ctx) => {
+    for (const rule of CROSS_CHECKS) {
+      if (!keys || rule.keys.every((key) => keys.has(key))) rule.check(config as PlatformConfig, ctx);
+    }
+  });
+  const result = schema.safeParse(present);
+  if (result.success) return keys ? { ...configShape.parse({}), ...result.data } : (result.data as PlatformConfig);
   throw new ConfigError(
     result.error.issues.map((issue) => {
       const variable = String(issue.path[0] ?? '(environment)');

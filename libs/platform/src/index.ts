@@ -20,3 +20,7 @@ export * from './health/checks.js';
 export * from './health/health-routes.js';
 export * from './auth/auth.js';
 export * from './bus/outbox.js';
+export * from './auth/route-auth.js';
+export * from './clients/http-clients.js';
+export * from './service/compose.js';
+export * from './service/define-service.js';

@@ -5,13 +5,16 @@ import type { Bus } from './bus/bus.js';
 import type { Cache } from './cache/cache.js';
 import { createMemoryCache } from './cache/memory-cache.js';
 import { createRedisCache } from './cache/redis-cache.js';
-import { ConfigError, loadConfig, type PlatformConfig, type ServiceName } from './config.js';
+import { SERVICES } from '@app/contracts';
+import { ConfigError, loadConfig, type ConfigKey, type PlatformConfig } from './config.js';
 import type { Database } from './db/database.js';
 import { migrate } from './db/migrator.js';
 import { openPGlite } from './db/pglite.js';
 import { openPostgres } from './db/postgres.js';
 import type { App } from './http/app.js';
 import { createLogger, type Logger } from './logger.js';
+import { buildServiceApp } from './service/compose.js';
+import type { Service } from './service/define-service.js';
 
 /** What a service is built from: typed config and the adapters behind the ports. */
 export interface Dependencies {
@@ -53,42 +56,20 @@ export async function closeDependencies(deps: Dependencies): Promise<void> {
   await deps.database.close();
 }
 
-/** One deployable service: how to migrate its schema and build its app. */
-export interface ServiceDefinition {
-  name: ServiceName;
-  /** Its Prisma Migrate folder; services without tables have none. */
-  migrations?: string;
-  build(deps: Dependencies): Promise<App>;
-}
-
-export interface RunningService {
-  name: ServiceName;
+export interface RunningApp {
   app: App;
   /** Base URL it listens on, e.g. http://127.0.0.1:3001. */
   url: string;
   close(): Promise<void>;
 }
 
-/** Applies the service's migrations, builds it and starts listening. */
-export async function startService(
-  definition: ServiceDefinition,
-  deps: Dependencies,
-  listen: { host: string; port: number },
-): Promise<RunningService> {
-  if (definition.migrations) {
-    await migrate(deps.database, { schema: definition.name, directory: definition.migrations, logger: deps.logger });
-  }
-  const app = await definition.build(deps);
-  return listenApp(definition.name, app, listen);
-}
-
 /** Starts an already built app listening; port 0 picks a free port. */
-export async function listenApp(name: ServiceName, app: App, listen: { host: string; port: number }): Promise<RunningService> {
+export async function listenApp(name: string, app: App, listen: { host: string; port: number }): Promise<RunningApp> {
   await app.listen({ host: listen.host, port: listen.port, listenTextResolver: (address) => `${name} listening on ${address}` });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : listen.port;
   const host = listen.host === '0.0.0.0' || listen.host === '::' ? '127.0.0.1' : listen.host;
-  return { name, app, url: `http://${host}:${port}`, close: () => app.close() };
+  return { app, url: `http://${host}:${port}`, close: () => app.close() };
 }
 
 /**
@@ -119,9 +100,9 @@ export function closeOnSignals(stop: () => Promise<void>, logger: Logger, timeou
 }
 
 /** Reads the environment, or prints what is wrong with it and exits. */
-export function loadConfigOrExit(): PlatformConfig {
+export function loadConfigOrExit(only?: readonly ConfigKey[]): PlatformConfig {
   try {
-    return loadConfig();
+    return loadConfig(undefined, only);
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`${error.message}\n`);
@@ -135,8 +116,8 @@ export function loadConfigOrExit(): PlatformConfig {
  * The migration entry of one service (`node services/<name>/dist/migrate.js`): applies its
  * pending migrations and exits, as a Kubernetes Job does before a rollout.
  */
-export async function runMigrationsStandalone(definition: ServiceDefinition): Promise<void> {
-  const config = loadConfigOrExit();
+export async function runMigrations(service: Service): Promise<void> {
+  const config = loadConfigOrExit(service.config);
   const logger = createLogger(config);
   if (!config.DATABASE_URL) {
     logger.fatal('DATABASE_URL is not set: standalone migrations need the real database');
@@ -144,9 +125,9 @@ export async function runMigrationsStandalone(definition: ServiceDefinition): Pr
   }
   const database = openPostgres({ url: config.DATABASE_URL, poolMax: 1, logger });
   try {
-    if (definition.migrations) {
-      const result = await migrate(database, { schema: definition.name, directory: definition.migrations, logger });
-      logger.info({ schema: definition.name, applied: result.applied.length, skipped: result.skipped.length }, 'migrations done');
+    if (service.migrations) {
+      const result = await migrate(database, { schema: service.name, directory: service.migrations, logger });
+      logger.info({ schema: service.name, applied: result.applied.length, skipped: result.skipped.length }, 'migrations done');
     }
   } catch (error) {
     logger.fatal({ err: error }, 'migrations failed');
@@ -156,25 +137,43 @@ export async function runMigrationsStandalone(definition: ServiceDefinition): Pr
   }
 }
 
-/** The standalone entry of one service: what `node services/<name>/dist/main.js` runs. */
-export async function runStandalone(definition: ServiceDefinition, defaultPort: number): Promise<void> {
-  const config = loadConfigOrExit();
-  const logger = createLogger(config);
-  const deps = await openDependencies(config, logger, { name: definition.name });
-  let service: RunningService;
+/**
+ * Runs one built app as a process: listens on PORT (or its registry port), and on SIGTERM or
+ * SIGINT drains and closes it, then whatever `onClosed` releases.
+ */
+export async function serve(
+  name: string,
+  config: PlatformConfig,
+  logger: Logger,
+  build: () => Promise<App>,
+  options: { defaultPort: number; onClosed?: () => Promise<void> },
+): Promise<RunningApp> {
+  let running: RunningApp;
   try {
-    service = await startService(definition, deps, { host: config.HOST, port: config.PORT ?? defaultPort });
+    running = await listenApp(name, await build(), { host: config.HOST, port: config.PORT ?? options.defaultPort });
   } catch (error) {
-    logger.fatal({ err: error }, `${definition.name} failed to start`);
-    await closeDependencies(deps);
+    logger.fatal({ err: error }, `${name} failed to start`);
+    await options.onClosed?.().catch(() => undefined);
     process.exit(1);
   }
   closeOnSignals(
     async () => {
-      await service.close();
-      await closeDependencies(deps);
+      await running.close();
+      await options.onClosed?.();
     },
     logger,
     config.SHUTDOWN_TIMEOUT_MS,
   );
+  return running;
+}
+
+/** The standalone entry of one service: what `node services/<name>/dist/main.js` runs. */
+export async function runService(service: Service): Promise<void> {
+  const config = loadConfigOrExit(service.config);
+  const logger = createLogger(config);
+  const deps = await openDependencies(config, logger, { name: service.name });
+  await serve(service.name, config, logger, () => buildServiceApp(service, deps), {
+    defaultPort: SERVICES[service.name].port,
+    onClosed: () => closeDependencies(deps),
+  });
 }

@@ -1,4 +1,4 @@
-import { DEFAULT_PORTS, runStandalone } from '@app/platform';
-import { credentialsService } from './index.js';
+import { runService } from '@app/platform';
+import { credentialsService } from './service.js';
 
-await runStandalone(credentialsService, DEFAULT_PORTS.credentials);
+await runService(credentialsService);

@@ -1,4 +1,4 @@
-import { runMigrationsStandalone } from '@app/platform';
-import { credentialsService } from './index.js';
+import { runMigrations } from '@app/platform';
+import { credentialsService } from './service.js';
 
-await runMigrationsStandalone(credentialsService);
+await runMigrations(credentialsService);

@@ -1,4 +1,4 @@
-import { DEFAULT_PORTS, runStandalone } from '@app/platform';
-import { crudService } from './index.js';
+import { runService } from '@app/platform';
+import { crudService } from './service.js';
 
-await runStandalone(crudService, DEFAULT_PORTS.crud);
+await runService(crudService);

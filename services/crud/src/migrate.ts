@@ -1,4 +1,4 @@
-import { runMigrationsStandalone } from '@app/platform';
-import { crudService } from './index.js';
+import { runMigrations } from '@app/platform';
+import { crudService } from './service.js';
 
-await runMigrationsStandalone(crudService);
+await runMigrations(crudService);

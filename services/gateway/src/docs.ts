@@ -1,5 +1,5 @@
 import swaggerUi from '@fastify/swagger-ui';
-import { OPENAPI_PATH, type App } from '@app/platform';
+import { declareAuth, OPENAPI_PATH, type App } from '@app/platform';
 import type { Route } from './routing.js';
 
 type OpenApiDocument = {
@@ -57,9 +57,19 @@ async function fetchDocument(url: string, timeoutMs: number): Promise<OpenApiDoc
   }
 }
 
-/** Serves the merged OpenAPI 3.1 document at /docs/json and the interactive UI at /docs. */
-export async function registerDocs(app: App, routes: Route[], description: string): Promise<void> {
-  const upstreams = [...new Map(routes.map((route) => [route.url, route.service])).entries()];
+/** The title and description of the platform's one API document, in either mode. */
+export const PLATFORM_TITLE = 'API platform';
+export const PLATFORM_DESCRIPTION =
+  'One gateway in front of the identity, credentials, sso, crud and health services. ' +
+  'Errors are RFC 9457 problem+json, localized by Accept-Language.';
+
+/**
+ * Serves the OpenAPI 3.1 document at /docs/json and the interactive UI at /docs. With
+ * `upstreams` (the gateway in split mode) the document merges each service's own; without,
+ * it is this app's own (the all-in-one, where every service's routes are in it already).
+ */
+export async function registerDocs(app: App, options: { upstreams?: Route[] } = {}): Promise<void> {
+  const upstreams = [...new Map((options.upstreams ?? []).map((route) => [route.url, route.service])).entries()];
   let cached: { at: number; parts: { service: string; document?: OpenApiDocument }[] } | undefined;
   let refreshing: Promise<void> | undefined;
 
@@ -70,26 +80,29 @@ export async function registerDocs(app: App, routes: Route[], description: strin
     cached = { at: Date.now(), parts };
   };
 
-  await app.register(swaggerUi, {
-    routePrefix: '/docs',
-    staticCSP: true,
-    uiConfig: { deepLinking: true, persistAuthorization: true },
-    uiHooks: {
-      preHandler: async (request) => {
-        if (!request.url.startsWith('/docs/json')) return;
-        const complete = cached?.parts.every((part) => part.document);
-        if (!cached || Date.now() - cached.at > DOCS_TTL_MS || !complete) {
-          refreshing ??= refresh().finally(() => {
-            refreshing = undefined;
-          });
-          await refreshing;
-        }
+  await app.register(async (scope) => {
+    declareAuth(scope as App, 'public');
+    await scope.register(swaggerUi, {
+      routePrefix: '/docs',
+      staticCSP: true,
+      uiConfig: { deepLinking: true, persistAuthorization: true },
+      uiHooks: {
+        preHandler: async (request) => {
+          if (upstreams.length === 0 || !request.url.startsWith('/docs/json')) return;
+          const complete = cached?.parts.every((part) => part.document);
+          if (!cached || Date.now() - cached.at > DOCS_TTL_MS || !complete) {
+            refreshing ??= refresh().finally(() => {
+              refreshing = undefined;
+            });
+            await refreshing;
+          }
+        },
       },
-    },
-    transformSpecification: (spec) =>
-      mergeDocuments(
-        { ...(spec as OpenApiDocument), info: { title: 'API platform', version: (spec as OpenApiDocument).info?.version, description } },
-        cached?.parts ?? [],
-      ),
+      transformSpecification: (spec) =>
+        mergeDocuments(
+          { ...(spec as OpenApiDocument), info: { title: PLATFORM_TITLE, version: (spec as OpenApiDocument).info?.version, description: PLATFORM_DESCRIPTION } },
+          cached?.parts ?? [],
+        ),
+    });
   });
 }

@@ -1,4 +1,3 @@
-export { buildApp, type GatewayDependencies, type GatewayOptions } from './app.js';
-export { mergeDocuments } from './docs.js';
-export { routingTable, SERVICE_PREFIXES, type Route } from './routing.js';
-export { edgeVerifier, isPublic, PUBLIC_ROUTES } from './edge-auth.js';
+export { buildGateway, GATEWAY_CONFIG, type GatewayOptions } from './gateway.js';
+export { mergeDocuments, registerDocs, PLATFORM_DESCRIPTION, PLATFORM_TITLE } from './docs.js';
+export { routingTable, type Route } from './routing.js';

@@ -1,9 +1,6 @@
-import { closeOnSignals, createLogger, DEFAULT_PORTS, listenApp, loadConfigOrExit } from '@app/platform';
-import { buildApp } from './app.js';
-import { routingTable } from './routing.js';
+import { createLogger, DEFAULT_PORTS, loadConfigOrExit, serve } from '@app/platform';
+import { buildGateway, GATEWAY_CONFIG } from './gateway.js';
 
-const config = loadConfigOrExit();
+const config = loadConfigOrExit(GATEWAY_CONFIG);
 const logger = createLogger(config);
-const app = await buildApp({ config, logger }, { routes: routingTable(config) });
-const gateway = await listenApp('gateway', app, { host: config.HOST, port: config.PORT ?? DEFAULT_PORTS.gateway });
-closeOnSignals(() => gateway.close(), logger, config.SHUTDOWN_TIMEOUT_MS);
+await serve('gateway', config, logger, () => buildGateway(config, logger), { defaultPort: DEFAULT_PORTS.gateway });

@@ -1,4 +1,4 @@
-import { DEFAULT_PORTS, runStandalone } from '@app/platform';
-import { healthService } from './index.js';
+import { runService } from '@app/platform';
+import { healthService } from './service.js';
 
-await runStandalone(healthService, DEFAULT_PORTS.health);
+await runService(healthService);

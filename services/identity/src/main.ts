@@ -1,4 +1,4 @@
-import { DEFAULT_PORTS, runStandalone } from '@app/platform';
-import { identityService } from './index.js';
+import { runService } from '@app/platform';
+import { identityService } from './service.js';
 
-await runStandalone(identityService, DEFAULT_PORTS.identity);
+await runService(identityService);

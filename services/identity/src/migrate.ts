@@ -1,4 +1,4 @@
-import { runMigrationsStandalone } from '@app/platform';
-import { identityService } from './index.js';
+import { runMigrations } from '@app/platform';
+import { identityService } from './service.js';
 
-await runMigrationsStandalone(identityService);
+await runMigrations(identityService);

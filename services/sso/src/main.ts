@@ -1,4 +1,4 @@
-import { DEFAULT_PORTS, runStandalone } from '@app/platform';
-import { ssoService } from './index.js';
+import { runService } from '@app/platform';
+import { ssoService } from './service.js';
 
-await runStandalone(ssoService, DEFAULT_PORTS.sso);
+await runService(ssoService);

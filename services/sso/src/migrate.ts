@@ -1,4 +1,4 @@
-import { runMigrationsStandalone } from '@app/platform';
-import { ssoService } from './index.js';
+import { runMigrations } from '@app/platform';
+import { ssoService } from './service.js';
 
-await runMigrationsStandalone(ssoService);
+await runMigrations(ssoService);

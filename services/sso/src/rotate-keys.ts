@@ -3,16 +3,20 @@
  * suspected key leak or from a CronJob. The new key signs after SSO_KEY_ACTIVATION_DELAY_SECONDS;
  * the old one stays published until its tokens expire. Safe beside running replicas.
  */
-import { closeDependencies, createLogger, loadConfigOrExit, migrate, openDependencies } from '@app/platform';
+import { createLogger, loadConfigOrExit, migrate, openPGlite, openPostgres } from '@app/platform';
+import { join } from 'node:path';
 import { configuredKeyService } from './keys/configured.js';
-import { SSO_MIGRATIONS } from './index.js';
+import { ssoService, SSO_MIGRATIONS } from './service.js';
 
-const config = loadConfigOrExit();
+const config = loadConfigOrExit(ssoService.config);
 const logger = createLogger(config);
-const deps = await openDependencies(config, logger, { name: 'sso-rotate-keys' });
+// Only the database: the running platform reads the new key from the same table.
+const database = config.DATABASE_URL
+  ? openPostgres({ url: config.DATABASE_URL, poolMax: 1, logger })
+  : await openPGlite({ dataDir: join(config.DATA_DIR, 'pglite'), logger });
 try {
-  await migrate(deps.database, { schema: 'sso', directory: SSO_MIGRATIONS, logger });
-  const keys = configuredKeyService(config, deps.database, logger);
+  await migrate(database, { schema: 'sso', directory: SSO_MIGRATIONS, logger });
+  const keys = configuredKeyService(config, database, logger);
   await keys.ensureKey();
   const { kid, activatesAt } = await keys.rotate();
   logger.info({ kid, activatesAt: activatesAt.toISOString() }, 'new signing key added');
@@ -20,5 +24,5 @@ try {
   logger.fatal({ err: error }, 'key rotation failed');
   process.exitCode = 1;
 } finally {
-  await closeDependencies(deps);
+  await database.close();
 }

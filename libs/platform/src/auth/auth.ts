@@ -1,5 +1,5 @@
 import { accessTokenClaimsSchema, type AccessTokenClaims } from '@app/contracts';
-import type { FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import { createRemoteJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import { LRUCache } from 'lru-cache';
 import { jwksUrlOf, type PlatformConfig } from '../config.js';
@@ -119,35 +119,43 @@ export function bearerToken(request: FastifyRequest): string | undefined {
   return match?.[1];
 }
 
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** Set by `authenticate` on restricted routes. */
-    principal?: Principal;
-  }
-}
-
-/** A preHandler that requires a valid bearer token and sets `request.principal`. */
-export function authenticate(verifier: TokenVerifier): preHandlerAsyncHookHandler {
-  return async (request: FastifyRequest, _reply: FastifyReply) => {
-    const token = bearerToken(request);
-    if (!token) throw invalidToken();
-    request.principal = await verifier.verify(token);
-  };
-}
-
-/** The principal of an authenticated request (after `authenticate` ran). */
-export function principalOf(request: FastifyRequest): Principal {
-  if (!request.principal) throw invalidToken();
-  return request.principal;
-}
-
 export const hasRole = (principal: Principal, role: string) => principal.roles.includes(role);
 
 /**
- * The verifier a deployment uses, at the gateway and in every service: sso's JWKS with the
- * configured cooldown, and verified tokens remembered until their `exp`
- * (VERIFIED_TOKEN_CACHE_MAX), so a hot path pays for one signature check per token.
+ * The verifier a deployment uses, one per process, at the edge and in every service: sso's
+ * keys, and verified tokens remembered until their `exp` (VERIFIED_TOKEN_CACHE_MAX), so a hot
+ * path pays for one signature check per token. Where sso runs in the same process, `localKeys`
+ * hands over its key table and no JWKS is ever fetched; elsewhere sso's JWKS is fetched (on
+ * first use, then per its cache and cooldown).
  */
-export function accessTokenVerifier(config: PlatformConfig): TokenVerifier {
-  return cachingTokenVerifier(createTokenVerifier(tokenVerifierOptions(config)), { maxEntries: config.VERIFIED_TOKEN_CACHE_MAX });
+export function accessTokenVerifier(config: PlatformConfig, localKeys?: () => JWTVerifyGetKey | undefined): TokenVerifier {
+  const options = tokenVerifierOptions(config);
+  let remote: JWTVerifyGetKey | undefined;
+  const keys: JWTVerifyGetKey = (header, token) => {
+    const local = localKeys?.();
+    if (local) return local(header, token);
+    remote ??= createRemoteJWKSet(new URL(options.jwksUrl), {
+      cooldownDuration: options.cooldownMs ?? 30_000,
+      cacheMaxAge: options.cacheMaxAgeMs ?? 600_000,
+      timeoutDuration: 5_000,
+    });
+    return remote(header, token);
+  };
+  return cachingTokenVerifier(createTokenVerifier(options, keys), { maxEntries: config.VERIFIED_TOKEN_CACHE_MAX });
+}
+
+/** The nil UUID: the subject of in-process calls between services, which no identity has. */
+const SYSTEM_SUBJECT = '00000000-0000-0000-0000-000000000000';
+
+/**
+ * The caller of an in-process call from another service of the same process (the all-in-one):
+ * trusted as `system`, exactly as the same call over HTTP carries sso's system token.
+ */
+export function systemPrincipal(service: string): Principal {
+  const now = Math.floor(Date.now() / 1000);
+  return {
+    id: SYSTEM_SUBJECT,
+    roles: ['system'],
+    claims: { iss: 'in-process', aud: service, sub: SYSTEM_SUBJECT, iat: now, exp: now, jti: `in-process:${service}`, roles: ['system'] },
+  };
 }

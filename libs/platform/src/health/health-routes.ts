@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import type { App } from '../http/app.js';
+import type { ServiceReadiness } from '@app/contracts';
+import { RELEASE_VERSION } from '../release.js';
 import { runCheck, type DependencyCheck } from './checks.js';
 
 export const dependencyReportSchema = z
@@ -31,33 +33,41 @@ export interface HealthRoutesOptions {
   checks: Record<string, DependencyCheck>;
 }
 
+/** A service's readiness report: each check run now; `degraded` when any failed. */
+export async function readinessOf(service: string, checks: Record<string, DependencyCheck>): Promise<ServiceReadiness & { ready: boolean }> {
+  const names = Object.keys(checks);
+  const reports = await Promise.all(names.map((name) => runCheck(checks[name]!)));
+  const failed = names.filter((_, i) => reports[i]!.status === 'disconnected');
+  return {
+    status: failed.length > 0 ? 'degraded' : 'active',
+    service,
+    version: RELEASE_VERSION,
+    date: new Date().toISOString(),
+    dependencies: Object.fromEntries(names.map((name, i) => [name, reports[i]!])),
+    // Only a required dependency takes the service out of its load balancer.
+    ready: !failed.some((name) => checks[name]!.required),
+  };
+}
+
 /**
- * The Kubernetes probes every service answers. Liveness never looks at a dependency (an
+ * The Kubernetes probes every process answers. Liveness never looks at a dependency (an
  * outage must not restart every pod); readiness is 503 only when a required one fails.
  */
 export async function healthRoutes(app: App, options: HealthRoutesOptions): Promise<void> {
   const base = { service: options.service, version: options.version };
+  const config = { auth: 'public' as const };
   app.get(
     '/health/liveness',
-    { schema: { hide: true, response: { 200: livenessSchema } } },
+    { config, schema: { hide: true, response: { 200: livenessSchema } } },
     async () => ({ status: 'active' as const, ...base, date: new Date().toISOString() }),
   );
   app.get(
     '/health/readiness',
-    { schema: { hide: true, response: { 200: readinessSchema, 503: readinessSchema } } },
+    { config, schema: { hide: true, response: { 200: readinessSchema, 503: readinessSchema } } },
     async (_request, reply) => {
-      const names = Object.keys(options.checks);
-      const reports = await Promise.all(names.map((name) => runCheck(options.checks[name]!)));
-      const dependencies = Object.fromEntries(names.map((name, i) => [name, reports[i]!]));
-      const failed = names.filter((_, i) => reports[i]!.status === 'disconnected');
-      const unready = failed.some((name) => options.checks[name]!.required);
-      reply.code(unready ? 503 : 200);
-      return {
-        status: failed.length > 0 ? ('degraded' as const) : ('active' as const),
-        ...base,
-        date: new Date().toISOString(),
-        dependencies,
-      };
+      const { ready, ...report } = await readinessOf(options.service, options.checks);
+      reply.code(ready ? 200 : 503);
+      return report;
     },
   );
 }

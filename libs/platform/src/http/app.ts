@@ -8,6 +8,8 @@ import type { Logger } from '../logger.js';
 import { handleError, PROBLEM_CONTENT_TYPE, sendProblem } from './errors.js';
 import { translate } from './i18n.js';
 import { validatorCompiler } from './validation.js';
+import { invalidToken } from '../auth/auth.js';
+import { registerRouteAuth, type RouteAuthOptions } from '../auth/route-auth.js';
 
 /** A Fastify instance whose routes are typed by their zod schemas. */
 export type App = FastifyInstance<Server, IncomingMessage, ServerResponse, FastifyBaseLogger, ZodTypeProvider>;
@@ -20,6 +22,13 @@ export interface AppOptions {
   /** Largest request body accepted, in bytes. */
   bodyLimit: number;
   description?: string;
+  /** Title of its OpenAPI document; the name by default. */
+  title?: string;
+  /**
+   * How routes' `config.auth` is enforced: the process's verifier, and whether this app is
+   * also the edge. Without it every route that is not `public` answers 401.
+   */
+  auth?: RouteAuthOptions;
 }
 
 /** Path every service serves its own OpenAPI document on; the gateway merges them at /docs. */
@@ -78,6 +87,12 @@ export async function createApp(options: AppOptions): Promise<App> {
     clientErrorHandler: answerClientError,
   }).withTypeProvider<ZodTypeProvider>();
 
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  const typed = app as unknown as App;
+  // Early, so it runs before every other hook and applies to every route declared after it.
+  registerRouteAuth(typed, options.auth ?? { verifier: { verify: () => Promise.reject(invalidToken()) }, edge: false });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   app.setErrorHandler(handleError);
@@ -89,9 +104,6 @@ export async function createApp(options: AppOptions): Promise<App> {
       params: { method: request.method, path: (request.url.split('?')[0] ?? '').slice(0, 200) },
     }),
   );
-  app.addHook('onRequest', async (request, reply) => {
-    reply.header('x-request-id', request.id);
-  });
   // close() only drops connections idle at that moment; one busy then would be kept alive
   // after its response and hold the close open. Responses sent while closing end theirs.
   let closing = false;
@@ -105,7 +117,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
-      info: { title: options.name, version: options.version, description: options.description },
+      info: { title: options.title ?? options.name, version: options.version, description: options.description },
       components: {
         securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
       },
@@ -113,7 +125,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     transform: jsonSchemaTransform,
     transformObject: jsonSchemaTransformObject,
   });
-  app.get(OPENAPI_PATH, { schema: { hide: true } }, async () => app.swagger());
+  app.get(OPENAPI_PATH, { config: { auth: 'public' }, schema: { hide: true } }, async () => app.swagger());
 
-  return app as unknown as App;
+  return typed;
 }

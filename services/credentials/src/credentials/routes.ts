@@ -5,7 +5,7 @@ import {
   verifyPasswordRequestSchema,
   verifyPasswordResponseSchema,
 } from '@app/contracts';
-import { authenticate, forbidden, hasRole, principalOf, problemSchema, type App, type TokenVerifier } from '@app/platform';
+import { principalOf, problemSchema, type App } from '@app/platform';
 import { listHeadersSchema, pageOf, setPagingHeaders, wantsExactCount } from '@app/platform';
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
@@ -35,30 +35,25 @@ const errors = {
 
 export interface CredentialRoutesOptions {
   service: CredentialService;
-  verifier: TokenVerifier;
 }
 
+/** The caller, and its own authority for what this service asks identity on its behalf. */
 const callerOf = (request: FastifyRequest): Caller => ({
   principal: principalOf(request),
-  authorization: request.headers.authorization ?? '',
+  authority: { authorization: request.headers.authorization },
 });
 
-/**
- * The public credentials API (under CREDENTIALS_PREFIX, routed by the gateway). The token is
- * checked before the body is read, so an anonymous caller learns nothing from validation.
- */
+const authenticated = { auth: 'authenticated' } as const;
+
+/** The public credentials API (under CREDENTIALS_PREFIX, routed by the gateway). */
 export async function credentialRoutes(app: App, options: CredentialRoutesOptions): Promise<void> {
   const { service } = options;
-  app.addHook('onRequest', authenticate(options.verifier));
 
   app.post(
     '/',
     {
-      // Only admins and system tokens create credentials: answer 403 before looking at the body.
-      preValidation: async (request) => {
-        const principal = principalOf(request);
-        if (!hasRole(principal, 'admin') && !hasRole(principal, 'system')) throw forbidden();
-      },
+      // Only admins and system tokens create credentials: 403 before the body is looked at.
+      config: { auth: { roles: ['admin', 'system'] } },
       schema: {
         tags: TAGS,
         summary: 'Create a credential (admin or system token); an API key is returned once, here',
@@ -73,6 +68,7 @@ export async function credentialRoutes(app: App, options: CredentialRoutesOption
   app.get(
     '/',
     {
+      config: authenticated,
       schema: {
         tags: TAGS,
         summary: 'List credentials (admins and system tokens see all, an identity its own)',
@@ -93,6 +89,7 @@ export async function credentialRoutes(app: App, options: CredentialRoutesOption
   app.get(
     '/:id',
     {
+      config: authenticated,
       schema: {
         tags: TAGS,
         summary: 'Read a credential (its identity, an admin or a system token); never its secret',
@@ -107,6 +104,7 @@ export async function credentialRoutes(app: App, options: CredentialRoutesOption
   app.put(
     '/:id',
     {
+      config: authenticated,
       schema: {
         tags: TAGS,
         summary: 'Update a credential (e.g. a new password); a new API key is returned once, here',
@@ -122,6 +120,7 @@ export async function credentialRoutes(app: App, options: CredentialRoutesOption
   app.delete(
     '/:id',
     {
+      config: authenticated,
       schema: {
         tags: TAGS,
         summary: 'Revoke a credential (its identity, an admin or a system token)',
@@ -142,34 +141,32 @@ export async function credentialRoutes(app: App, options: CredentialRoutesOption
  * Each answers 200 with `valid: false` for any mismatch, never saying which part was wrong.
  */
 export async function credentialInternalRoutes(app: App, options: CredentialRoutesOptions): Promise<void> {
-  const requireToken = authenticate(options.verifier);
-  app.addHook('onRequest', async function (request, reply) {
-    await requireToken.call(this, request, reply);
-    if (!hasRole(principalOf(request), 'system')) throw forbidden();
-  });
   const schema = (summary: string) => ({ hide: true, tags: ['Internal'], summary, security });
+  const systemOnly = { auth: { roles: ['system'] } } as const;
 
   app.post(
     INTERNAL_ROUTES.verifyPassword,
     {
+      config: systemOnly,
       schema: {
         ...schema('Verify a LOCAL password for an email or identity (system tokens only)'),
         body: verifyPasswordRequestSchema,
         response: { 200: verifyPasswordResponseSchema, ...errors },
       },
     },
-    async (request) => options.service.verifyPassword(request.body, callerOf(request).authorization),
+    async (request) => options.service.verifyPassword(request.body, callerOf(request).authority),
   );
 
   app.post(
     INTERNAL_ROUTES.verifyApiKey,
     {
+      config: systemOnly,
       schema: {
         ...schema('Resolve an API key to its identity and roles (system tokens only)'),
         body: verifyApiKeyRequestSchema,
         response: { 200: verifyApiKeyResponseSchema, ...errors },
       },
     },
-    async (request) => options.service.verifyApiKey(request.body.apiKey, callerOf(request).authorization),
+    async (request) => options.service.verifyApiKey(request.body.apiKey, callerOf(request).authority),
   );
 }

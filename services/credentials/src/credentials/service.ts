@@ -1,7 +1,17 @@
-import type { CredentialEvent, CredentialProvider, VerifyApiKeyResponse, VerifyPasswordRequest, VerifyPasswordResponse } from '@app/contracts';
-import { forbidden, hasRole, RequestValidationError, type Page, type Principal } from '@app/platform';
-import { credentialConflict, credentialNotFound, identityMissing, localExists, subjectTaken } from './errors.js';
-import type { IdentityClient } from './identity-client.js';
+import {
+  UpstreamError,
+  type CallAuthority,
+  type CredentialEvent,
+  type CredentialProvider,
+  type IdentityClient,
+  type IdentityLookupRequest,
+  type InternalIdentity,
+  type VerifyApiKeyResponse,
+  type VerifyPasswordRequest,
+  type VerifyPasswordResponse,
+} from '@app/contracts';
+import { forbidden, isOwnerOrAdmin, isPrivileged, RequestValidationError, type Page, type Principal } from '@app/platform';
+import { credentialConflict, credentialNotFound, identityMissing, identityUnavailable, localExists, subjectTaken } from './errors.js';
 import { UniqueViolation, type CredentialRepository, type CredentialRow, type CredentialWrite } from './repository.js';
 import {
   ruleIssuesAsZod,
@@ -22,13 +32,10 @@ export interface CredentialServiceDeps {
   eventsCommitted(): void;
 }
 
-/** Admins and other services (system tokens) may manage any credential. */
-export const isPrivileged = (principal: Principal) => hasRole(principal, 'admin') || hasRole(principal, 'system');
-
-/** The caller as this service sees it: who, and the Authorization header to ask identity with. */
+/** The caller as this service sees it: who, and the authority to ask identity with on its behalf. */
 export interface Caller {
   principal: Principal;
-  authorization: string;
+  authority: CallAuthority;
 }
 
 /** A record as the API shows it; the secret hash is dropped here and by every response schema. */
@@ -61,13 +68,23 @@ const conflictFor = (provider: string) =>
 export type CredentialService = ReturnType<typeof createCredentialService>;
 
 export function createCredentialService(deps: CredentialServiceDeps) {
-  const { repository, hasher, identities } = deps;
+  const { repository, hasher } = deps;
+
+  /** identity not answering says nothing about the request: 503, retry. */
+  const lookupIdentity = async (query: IdentityLookupRequest, authority: CallAuthority): Promise<InternalIdentity | undefined> => {
+    try {
+      return await deps.identities.lookup(query, authority);
+    } catch (error) {
+      if (error instanceof UpstreamError) throw identityUnavailable();
+      throw error;
+    }
+  };
 
   /** The credential, if the caller may see it: its owner, an admin or a system token. */
   const accessible = async (id: string, principal: Principal): Promise<CredentialRow> => {
     const row = await repository.findById(id);
     if (!row) throw credentialNotFound(id);
-    if (row.identityId !== principal.id && !isPrivileged(principal)) throw forbidden();
+    if (!isOwnerOrAdmin(principal, row.identityId)) throw forbidden();
     return row;
   };
 
@@ -85,7 +102,7 @@ export function createCredentialService(deps: CredentialServiceDeps) {
     /** Admins and system tokens only; the identity must exist (asked of identity with the caller's token). */
     async create(input: CreateCredentialInput, caller: Caller): Promise<CredentialRecord & { apiKey?: string }> {
       if (!isPrivileged(caller.principal)) throw forbidden();
-      if (!(await identities.exists(input.identity_id, caller.authorization))) throw identityMissing(input.identity_id);
+      if (!(await lookupIdentity({ id: input.identity_id }, caller.authority))) throw identityMissing(input.identity_id);
       const { write, apiKey } = await secretFields(input.provider, input.secret);
       try {
         const row = await repository.create(
@@ -171,8 +188,9 @@ export function createCredentialService(deps: CredentialServiceDeps) {
      * Checks a LOCAL password. Every path that fails before the real comparison verifies a
      * dummy hash instead, so the answer takes as long whether or not the account exists.
      */
-    async verifyPassword(request: VerifyPasswordRequest, authorization: string): Promise<VerifyPasswordResponse> {
-      const identity = await identities.lookup('email' in request ? { email: request.email } : { id: request.identityId }, authorization);
+    async verifyPassword(request: VerifyPasswordRequest, authority: CallAuthority): Promise<VerifyPasswordResponse> {
+      // By id, the caller has read the identity (and checks its activation): no second read here.
+      const identity = 'email' in request ? await lookupIdentity({ email: request.email }, authority) : { id: request.identityId, activated: true };
       const credential = identity ? await repository.findLocal(identity.id) : null;
       if (!identity || !credential?.secretHash) {
         await hasher.verifyDummy(request.password);
@@ -187,12 +205,12 @@ export function createCredentialService(deps: CredentialServiceDeps) {
     },
 
     /** Resolves an API key to its identity and roles: found by its prefix, compared in constant time. */
-    async verifyApiKey(apiKey: string, authorization: string): Promise<VerifyApiKeyResponse> {
+    async verifyApiKey(apiKey: string, authority: CallAuthority): Promise<VerifyApiKeyResponse> {
       const prefix = apiKeyPrefixOf(apiKey);
       const credential = prefix ? await repository.findByKeyPrefix(prefix) : null;
       const matches = apiKeyMatches(apiKey, credential?.provider === 'API_KEY' ? credential.secretHash : undefined);
       if (!matches || !credential?.activated) return { valid: false };
-      const identity = await identities.lookup({ id: credential.identityId }, authorization);
+      const identity = await lookupIdentity({ id: credential.identityId }, authority);
       if (!identity?.activated) return { valid: false };
       await repository.markUsed(credential.id);
       return { valid: true, identityId: identity.id, credentialId: credential.id, roles: identity.roles };

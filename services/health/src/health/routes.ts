@@ -9,6 +9,7 @@ export async function healthReportRoutes(app: App, inputs: ReadinessInputs): Pro
   app.get(
     `${HEALTH_PREFIX}/liveness`,
     {
+      config: { auth: 'public' },
       schema: {
         tags: ['Health'],
         summary: 'Liveness: the platform answers',
@@ -20,6 +21,7 @@ export async function healthReportRoutes(app: App, inputs: ReadinessInputs): Pro
   app.get(
     `${HEALTH_PREFIX}/readiness`,
     {
+      config: { auth: 'public' },
       schema: {
         tags: ['Health'],
         summary: 'Readiness: database, cache and every service, with latencies',

@@ -1,26 +1,33 @@
 import { statfs } from 'node:fs/promises';
-import { serviceReadinessSchema } from '@app/contracts';
+import type { ServiceReadiness } from '@app/contracts';
 import { CHECK_TIMEOUT_MS, runCheck, type DependencyCheck } from '@app/platform';
 import type { ServiceReport } from './schemas.js';
 
 /** Asks one service for its readiness; an unreachable or malformed answer is `disconnected`. */
-export async function probeService(url: string, timeoutMs = CHECK_TIMEOUT_MS): Promise<ServiceReport> {
+export async function probeService(readiness: () => Promise<ServiceReadiness>, timeoutMs = CHECK_TIMEOUT_MS): Promise<ServiceReport> {
   const started = performance.now();
+  let timer: NodeJS.Timeout | undefined;
   try {
-    const response = await fetch(new URL('/health/readiness', url), { signal: AbortSignal.timeout(timeoutMs) });
-    const body = serviceReadinessSchema.safeParse(await response.json());
-    if (!body.success) return { status: 'disconnected', latency: -1 };
+    const report = await Promise.race([
+      readiness(),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error('readiness timed out')), timeoutMs);
+      }),
+    ]);
     const latency = Math.round((performance.now() - started) * 100) / 100;
-    return { status: response.ok && body.data.status === 'active' ? 'active' : 'degraded', latency };
+    return { status: report.status === 'active' ? 'active' : 'degraded', latency };
   } catch {
     return { status: 'disconnected', latency: -1 };
+  } finally {
+    clearTimeout(timer);
   }
 }
 
 export interface ReadinessInputs {
   database: DependencyCheck;
   cache: DependencyCheck;
-  services: Record<string, string>;
+  /** Each reported service's readiness: in-process or over HTTP (ServiceClients.readiness). */
+  services: Record<string, () => Promise<ServiceReadiness>>;
   dataDir: string;
 }
 

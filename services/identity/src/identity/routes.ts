@@ -1,5 +1,5 @@
 import { identityLookupRequestSchema, INTERNAL_ROUTES, internalIdentitySchema } from '@app/contracts';
-import { authenticate, forbidden, hasRole, principalOf, problemSchema, type App, type TokenVerifier } from '@app/platform';
+import { principalOf, problemSchema, type App } from '@app/platform';
 import { listHeadersSchema, pageOf, setPagingHeaders, wantsExactCount } from '@app/platform';
 import { identityEmailNotFound, identityNotFound } from './errors.js';
 import {
@@ -27,22 +27,17 @@ const errors = {
 
 export interface IdentityRoutesOptions {
   service: IdentityService;
-  verifier: TokenVerifier;
 }
 
 /** The public identity API (under IDENTITY_PREFIX, routed by the gateway). */
 export async function identityRoutes(app: App, options: IdentityRoutesOptions): Promise<void> {
-  const { service, verifier } = options;
-  const requireToken = authenticate(verifier);
-  /** Registration is open, but a caller who sends a token must send a valid one (it may set roles). */
-  const optionalToken: typeof requireToken = async function (request, reply) {
-    if (request.headers.authorization !== undefined) await requireToken.call(this, request, reply);
-  };
+  const { service } = options;
 
   app.post(
     '/',
     {
-      preHandler: optionalToken,
+      // Registration is open, but a caller who sends a token must send a valid one (it may set roles).
+      config: { auth: 'optional' },
       schema: {
         tags: TAGS,
         summary: 'Register an identity (no token needed; roles need an admin or system token)',
@@ -59,7 +54,7 @@ export async function identityRoutes(app: App, options: IdentityRoutesOptions): 
   app.get(
     '/',
     {
-      preHandler: requireToken,
+      config: { auth: 'authenticated' },
       schema: {
         tags: TAGS,
         summary: 'List identities (admins and system tokens see all, others only themselves)',
@@ -80,7 +75,7 @@ export async function identityRoutes(app: App, options: IdentityRoutesOptions): 
   app.get(
     '/email/:email',
     {
-      preHandler: requireToken,
+      config: { auth: 'authenticated' },
       schema: {
         tags: TAGS,
         summary: 'Read an identity by email (exact match, any case)',
@@ -95,7 +90,7 @@ export async function identityRoutes(app: App, options: IdentityRoutesOptions): 
   app.get(
     '/:id',
     {
-      preHandler: requireToken,
+      config: { auth: 'authenticated' },
       schema: {
         tags: TAGS,
         summary: 'Read an identity (itself, an admin or a system token)',
@@ -110,7 +105,7 @@ export async function identityRoutes(app: App, options: IdentityRoutesOptions): 
   app.put(
     '/:id',
     {
-      preHandler: requireToken,
+      config: { auth: 'authenticated' },
       schema: {
         tags: TAGS,
         summary: 'Update an identity (roles and activation only by an admin or a system token)',
@@ -129,14 +124,10 @@ export async function identityRoutes(app: App, options: IdentityRoutesOptions): 
  * tokens, so no end user can enumerate identities through them.
  */
 export async function identityInternalRoutes(app: App, options: IdentityRoutesOptions): Promise<void> {
-  const requireToken = authenticate(options.verifier);
   app.post(
     INTERNAL_ROUTES.identityLookup,
     {
-      preHandler: async (request, reply) => {
-        await requireToken.call(app, request, reply);
-        if (!hasRole(principalOf(request), 'system')) throw forbidden();
-      },
+      config: { auth: { roles: ['system'] } },
       schema: {
         // Not routed by the gateway, so not part of the public document either.
         hide: true,

@@ -1,5 +1,5 @@
 import type { IdentityEvent, InternalIdentity } from '@app/contracts';
-import { forbidden, hasRole, type Cache, type Logger, type Page, type Principal } from '@app/platform';
+import { forbidden, isOwnerOrAdmin, isPrivileged, type Cache, type Logger, type Page, type Principal } from '@app/platform';
 import { emailTaken, identityEmailNotFound, identityNotFound, privilegedFieldsForbidden } from './errors.js';
 import { UniqueViolation, type IdentityRepository, type IdentityRow } from './repository.js';
 import type { CreateIdentityInput, IdentityFilters, IdentityRecord, UpdateIdentityInput } from './schemas.js';
@@ -15,9 +15,6 @@ export interface IdentityServiceDeps {
   /** Called after a change (and its event) committed, so the outbox relays it at once. */
   eventsCommitted(): void;
 }
-
-/** Admins and other services (system tokens) may read and change any identity. */
-export const isPrivileged = (principal: Principal) => hasRole(principal, 'admin') || hasRole(principal, 'system');
 
 const toRecord = (row: IdentityRow): IdentityRecord => ({
   id: row.id,
@@ -70,8 +67,6 @@ export function createIdentityService(deps: IdentityServiceDeps) {
   const forget = (id: string) =>
     cache.delete(recordKey(id)).catch((error: unknown) => logger.warn({ err: error, id }, 'identity cache delete failed'));
 
-  const mayAccess = (principal: Principal, id: string) => principal.id === id || isPrivileged(principal);
-
   return {
     /** Anyone may register; roles and activation at creation need an admin or system caller. */
     async create(input: CreateIdentityInput, principal: Principal | undefined): Promise<IdentityRecord> {
@@ -91,7 +86,7 @@ export function createIdentityService(deps: IdentityServiceDeps) {
 
     /** The identity itself, an admin or a system token; anyone else learns nothing (403 before any read). */
     async get(id: string, principal: Principal): Promise<IdentityRecord> {
-      if (!mayAccess(principal, id)) throw forbidden();
+      if (!isOwnerOrAdmin(principal, id)) throw forbidden();
       const record = await cached(id);
       if (!record) throw identityNotFound(id);
       return record;
@@ -113,7 +108,7 @@ export function createIdentityService(deps: IdentityServiceDeps) {
     },
 
     async update(id: string, input: UpdateIdentityInput, principal: Principal): Promise<IdentityRecord> {
-      if (!mayAccess(principal, id)) throw forbidden();
+      if (!isOwnerOrAdmin(principal, id)) throw forbidden();
       if ((input.roles !== undefined || input.activated !== undefined) && !isPrivileged(principal)) {
         throw privilegedFieldsForbidden();
       }

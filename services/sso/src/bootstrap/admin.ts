@@ -1,12 +1,13 @@
 import { randomBytes } from 'node:crypto';
+import type { CredentialsClient, IdentityClient } from '@app/contracts';
 import type { Logger } from '@app/platform';
-import type { UpstreamClient } from '../upstream/internal-client.js';
 
 /** The development administrator of the all-in-one mode when no bootstrap admin is configured. */
 export const DEV_ADMIN_EMAIL = 'admin@localhost';
 
 export interface BootstrapAdminOptions {
-  upstream: UpstreamClient;
+  identities: IdentityClient;
+  credentials: CredentialsClient;
   logger: Logger;
   email: string;
   /** The configured password, or undefined to generate one (all-in-one development mode). */
@@ -25,8 +26,8 @@ export type BootstrapOutcome = 'created' | 'exists' | 'refused';
  * doing so before the first start must not make them an administrator.
  */
 export async function bootstrapAdmin(options: BootstrapAdminOptions): Promise<BootstrapOutcome> {
-  const { upstream, logger, email } = options;
-  let identity = await upstream.lookupIdentity({ email });
+  const { identities, credentials, logger, email } = options;
+  let identity = await identities.lookup({ email });
   if (identity && !identity.roles.includes('admin')) {
     logger.error({ email }, 'bootstrap admin: an identity with this email exists without the admin role; it is not promoted');
     return 'refused';
@@ -34,10 +35,10 @@ export async function bootstrapAdmin(options: BootstrapAdminOptions): Promise<Bo
   if (identity && !options.password) return 'exists';
   const password = options.password ?? randomBytes(18).toString('base64url');
   const created = !identity;
-  identity ??= await upstream.createIdentity({ name: 'Administrator', email, roles: ['admin'] });
-  identity ??= await upstream.lookupIdentity({ email });
+  identity ??= await identities.create({ name: 'Administrator', email, roles: ['admin'] });
+  identity ??= await identities.lookup({ email });
   if (!identity) throw new Error('bootstrap admin: the identity could not be created or found');
-  const credentialCreated = await upstream.createLocalCredential(identity.id, password);
+  const credentialCreated = await credentials.createLocalPassword(identity.id, password);
   if (credentialCreated) logger.info({ email, identityId: identity.id }, 'bootstrap admin created');
   if (credentialCreated && !options.password) {
     options.announce(

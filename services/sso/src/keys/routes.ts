@@ -50,6 +50,7 @@ export async function keyRoutes(app: App, options: KeyRoutesOptions): Promise<vo
   app.get(
     JWKS_PATH,
     {
+      config: { auth: 'public' },
       schema: {
         tags: ['SSO'],
         summary: 'Public signing keys (JWKS)',
@@ -67,6 +68,7 @@ export async function keyRoutes(app: App, options: KeyRoutesOptions): Promise<vo
   app.get(
     DISCOVERY_PATH,
     {
+      config: { auth: 'public' },
       schema: {
         tags: ['SSO'],
         summary: 'Authorization server metadata (OpenID Connect discovery)',

@@ -78,6 +78,7 @@ export async function tokenRoutes(app: App, options: { tokens: TokenService; tru
   app.post(
     TOKEN_PATH,
     {
+      config: { auth: 'public' },
       attachValidation: true,
       schema: {
         tags: ['SSO'],
@@ -106,6 +107,7 @@ export async function tokenRoutes(app: App, options: { tokens: TokenService; tru
   app.post(
     REVOKE_PATH,
     {
+      config: { auth: 'public' },
       attachValidation: true,
       schema: {
         tags: ['SSO'],

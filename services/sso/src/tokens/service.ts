@@ -1,6 +1,6 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { UpstreamError, type CredentialsClient, type IdentityClient } from '@app/contracts';
 import type { Logger } from '@app/platform';
-import { UpstreamError, type UpstreamClient } from '../upstream/internal-client.js';
 import {
   invalidClient,
   invalidCredentials,
@@ -25,6 +25,9 @@ import type { LoginThrottle } from './throttle.js';
 
 export const GRANT_TYPES = ['password', 'refresh_token', 'client_credentials'] as const;
 
+/** The nil UUID: no identity has it, so a password check against it always fails (in full time). */
+const NO_IDENTITY = '00000000-0000-0000-0000-000000000000';
+
 /** 256 random bits: a refresh token cannot be guessed, so one SHA-256 (no salt, no stretching) is a safe lookup key. */
 const REFRESH_TOKEN_BYTES = 32;
 
@@ -48,7 +51,8 @@ export interface TokenService {
 export interface TokenServiceOptions {
   repository: RefreshTokenRepository;
   signer: TokenSigner;
-  upstream: UpstreamClient;
+  identities: IdentityClient;
+  credentials: CredentialsClient;
   throttle: LoginThrottle;
   logger: Logger;
   refreshTokenTtlSeconds: number;
@@ -63,7 +67,7 @@ function parse<T>(schema: { safeParse(value: unknown): { success: true; data: T 
 }
 
 export function createTokenService(options: TokenServiceOptions): TokenService {
-  const { repository, signer, upstream, throttle, logger } = options;
+  const { repository, signer, identities, credentials, throttle, logger } = options;
 
   /** Upstream failures say nothing about the caller's credentials: 503, never invalid_grant. */
   const upstreamCall = async <T>(fn: () => Promise<T>): Promise<T> => {
@@ -99,15 +103,15 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
   const passwordGrant = async (grant: PasswordGrant, context: GrantContext) => {
     const retryAfter = await throttle.blocked(context.clientAddress, grant.username);
     if (retryAfter !== undefined) throw tooManyAttempts(retryAfter);
-    // credentials verifies a dummy hash when the email is unknown: same answer, same time.
-    const verdict = await upstreamCall(() => upstream.verifyPassword(grant.username, grant.password));
-    if (!verdict.valid || !verdict.identityId) {
+    // identity is read once; for an unknown email, credentials verifies a dummy hash against
+    // an id nobody has: the same answer in the same time.
+    const identity = await upstreamCall(() => identities.lookup({ email: grant.username }));
+    const verdict = await upstreamCall(() => credentials.verifyPassword({ identityId: identity?.id ?? NO_IDENTITY, password: grant.password }));
+    if (!identity || !verdict.valid) {
       await throttle.recordFailure(context.clientAddress, grant.username);
       throw invalidCredentials();
     }
-    const identityId = verdict.identityId;
-    const identity = await upstreamCall(() => upstream.lookupIdentity({ id: identityId }));
-    if (!identity || !identity.activated) throw invalidCredentials();
+    if (!identity.activated) throw invalidCredentials();
     await throttle.recordSuccess(context.clientAddress, grant.username);
     return tokensFor(identity.id, identity.roles, randomUUID());
   };
@@ -125,7 +129,7 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
       }
       throw invalidRefreshToken();
     }
-    const identity = await upstreamCall(() => upstream.lookupIdentity({ id: claimed.identityId }));
+    const identity = await upstreamCall(() => identities.lookup({ id: claimed.identityId }));
     if (!identity || !identity.activated) {
       await repository.revokeFamily(claimed.familyId, new Date());
       throw invalidRefreshToken();
@@ -144,7 +148,7 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
     if (!secret) throw invalidClient();
     const retryAfter = await throttle.blocked(context.clientAddress);
     if (retryAfter !== undefined) throw tooManyAttempts(retryAfter);
-    const verdict = await upstreamCall(() => upstream.verifyApiKey(secret));
+    const verdict = await upstreamCall(() => credentials.verifyApiKey(secret));
     const matchesClientId = !clientId || clientId === verdict.credentialId || clientId === verdict.identityId;
     if (!verdict.valid || !verdict.identityId || !matchesClientId) {
       await throttle.recordFailure(context.clientAddress);

@@ -1,4 +1,4 @@
-import { authenticate, principalOf, problemSchema, type App, type TokenVerifier } from '@app/platform';
+import { principalOf, problemSchema, type App } from '@app/platform';
 import { z } from 'zod';
 import { USERINFO_PATH } from '../keys/routes.js';
 
@@ -7,11 +7,11 @@ const userinfoSchema = z
   .meta({ id: 'UserInfo' });
 
 /** Who the bearer token says its holder is: lets a client check a token without parsing it. */
-export async function userinfoRoutes(app: App, options: { verifier: TokenVerifier }): Promise<void> {
+export async function userinfoRoutes(app: App): Promise<void> {
   app.get(
     USERINFO_PATH,
     {
-      preHandler: authenticate(options.verifier),
+      config: { auth: 'authenticated' },
       schema: {
         tags: ['SSO'],
         summary: "The bearer token's subject and roles",

@@ -1,0 +1,78 @@
+import { isPublicRequest } from '@app/contracts';
+import type { FastifyRequest } from 'fastify';
+import type { App } from '../http/app.js';
+import { bearerToken, forbidden, invalidToken, type Principal, type TokenVerifier } from './auth.js';
+
+/**
+ * Who may call a route, declared once in its options (`config: { auth: ... }`) and enforced
+ * by one hook (`registerRouteAuth`) before the body is parsed or validated, so an anonymous
+ * caller learns nothing from validation and gets the same 401 on every route.
+ * - `public`: anyone; a token, if sent, is not looked at.
+ * - `optional`: anyone, but a bearer token that is sent must be valid (it may grant more).
+ * - `authenticated`: a valid bearer token.
+ * - `{ roles }`: a valid bearer token carrying at least one of these roles (else 403).
+ * A route that declares nothing is `authenticated`: forgetting is never an open door.
+ */
+export type RouteAuth = 'public' | 'optional' | 'authenticated' | { roles: readonly string[] };
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    auth?: RouteAuth;
+  }
+  interface FastifyRequest {
+    /** The verified caller; set before validation on every route that is not `public`. */
+    principal?: Principal;
+  }
+}
+
+export interface RouteAuthOptions {
+  verifier: TokenVerifier;
+  /**
+   * Also act as the edge (the gateway, or the all-in-one which is its own edge): every
+   * request outside the public allowlist of `@app/contracts` needs a valid token, whether or
+   * not a route matches it, exactly as the gateway answers in split mode.
+   */
+  edge: boolean;
+}
+
+/** Adds the one hook that enforces every route's `auth` (and the edge allowlist, at the edge). */
+export function registerRouteAuth(app: App, options: RouteAuthOptions): void {
+  const { verifier, edge } = options;
+  app.decorateRequest('principal', undefined);
+  app.addHook('onRequest', async (request) => {
+    const declared = request.routeOptions.config.auth;
+    // No route matched: a service answers its 404; the edge still wants a token off the allowlist.
+    const policy: RouteAuth = declared ?? (request.is404 ? 'public' : 'authenticated');
+    const edgeWantsToken = edge && request.method !== 'OPTIONS' && !isPublicRequest(request.method, request.url);
+    if (!edgeWantsToken && (policy === 'public' || (policy === 'optional' && request.headers.authorization === undefined))) return;
+    const token = bearerToken(request);
+    if (!token) throw invalidToken();
+    const principal = await verifier.verify(token);
+    request.principal = principal;
+    if (typeof policy === 'object' && !policy.roles.some((role) => principal.roles.includes(role))) throw forbidden();
+  });
+}
+
+/** The verified caller of a route that is not `public`. */
+export function principalOf(request: FastifyRequest): Principal {
+  if (!request.principal) throw invalidToken();
+  return request.principal;
+}
+
+/** Callers who may act on anyone's resources: admins, and other services (`system`). */
+export const isPrivileged = (principal: Principal): boolean => principal.roles.includes('admin') || principal.roles.includes('system');
+
+/** The one ownership rule: the caller may act on `identityId`'s resources if it is that identity or privileged. */
+export function isOwnerOrAdmin(principal: Principal, identityId: string): boolean {
+  return principal.id === identityId || isPrivileged(principal);
+}
+
+/**
+ * Declares `auth` for every route registered on `scope` from now on, for routes a plugin
+ * declares itself (a proxy, the docs UI) where no route option can be passed.
+ */
+export function declareAuth(scope: App, auth: RouteAuth): void {
+  scope.addHook('onRoute', (route) => {
+    route.config = { ...route.config, auth };
+  });
+}

@@ -1,0 +1,155 @@
+import { SERVICE_NAMES, SERVICES, UpstreamError, type ServiceClients, type ServiceName, type ServiceReadiness } from '@app/contracts';
+import { accessTokenVerifier, type TokenVerifier } from '../auth/auth.js';
+import { startOutboxRelay } from '../bus/outbox.js';
+import type { PlatformConfig } from '../config.js';
+import { createHttpClients, type HttpClients } from '../clients/http-clients.js';
+import { migrate } from '../db/migrator.js';
+import { cacheCheck, databaseCheck, type DependencyCheck } from '../health/checks.js';
+import { healthRoutes, readinessOf } from '../health/health-routes.js';
+import { createApp, type App } from '../http/app.js';
+import { RELEASE_VERSION } from '../release.js';
+import type { Dependencies } from '../runtime.js';
+import type { Provided, Service, ServiceContext } from './define-service.js';
+
+/**
+ * What the services of one process share: one token verifier, the in-process implementations
+ * each offers the others, and the HTTP clients for the peers that run elsewhere.
+ */
+export interface ServiceHub {
+  verifier: TokenVerifier;
+  clients: ServiceClients;
+  provide(provided: Provided): void;
+  /** Registers a service of this process, whose readiness is then answered in-process. */
+  addLocal(name: ServiceName, readiness: () => Promise<ServiceReadiness>): void;
+  close(): Promise<void>;
+}
+
+export function createServiceHub(config: PlatformConfig): ServiceHub {
+  const provided: Provided = {};
+  const local = new Map<ServiceName, () => Promise<ServiceReadiness>>();
+  let http: HttpClients | undefined;
+  const remote = () =>
+    (http ??= createHttpClients({
+      urls: Object.fromEntries(SERVICE_NAMES.map((name) => [name, config[SERVICES[name].urlVariable]])),
+      systemToken: () => {
+        if (!provided.systemToken) throw new UpstreamError('sso', 'no system token in this process');
+        return provided.systemToken();
+      },
+    }));
+  // Resolved at each call, so the order services register in (or whether a peer runs in this
+  // process at all) never matters: in-process when the peer provided itself, HTTP otherwise.
+  const identity = () => provided.identity ?? remote().identity;
+  const credentials = () => provided.credentials ?? remote().credentials;
+  const clients: ServiceClients = {
+    identity: {
+      lookup: (query, authority) => identity().lookup(query, authority),
+      create: (input) => identity().create(input),
+    },
+    credentials: {
+      verifyPassword: (request) => credentials().verifyPassword(request),
+      verifyApiKey: (apiKey) => credentials().verifyApiKey(apiKey),
+      createLocalPassword: (identityId, password) => credentials().createLocalPassword(identityId, password),
+    },
+    readiness: (name) => local.get(name)?.() ?? remote().readiness(name),
+  };
+  return {
+    verifier: accessTokenVerifier(config, () => provided.verificationKeys),
+    clients,
+    provide: (more) => Object.assign(provided, more),
+    addLocal: (name, readiness) => local.set(name, readiness),
+    close: async () => http?.close(),
+  };
+}
+
+function checksOf(service: Service, deps: Dependencies): Record<string, DependencyCheck> {
+  return Object.fromEntries(
+    service.checks.map((name) => [name, name === 'database' ? databaseCheck(deps.database) : cacheCheck(deps.cache)]),
+  );
+}
+
+/**
+ * Mounts one service on `app`: applies its migrations, starts its outbox relay, and registers
+ * its routes in their own encapsulated context. The relay stops when the app closes.
+ */
+export async function mountService(
+  app: App,
+  service: Service,
+  deps: Dependencies,
+  hub: ServiceHub,
+  mode: ServiceContext['mode'],
+): Promise<void> {
+  if (service.migrations) {
+    await migrate(deps.database, { schema: service.name, directory: service.migrations, logger: deps.logger });
+  }
+  const relay = service.outbox ? startOutboxRelay({ database: deps.database, bus: deps.bus, schema: service.name, logger: deps.logger }) : undefined;
+  if (relay) app.addHook('onClose', () => relay.stop());
+  const checks = checksOf(service, deps);
+  hub.addLocal(service.name, () => readinessOf(service.name, checks));
+  const context: ServiceContext = {
+    name: service.name,
+    mode,
+    config: deps.config,
+    logger: deps.logger.child({ service: service.name }),
+    database: deps.database,
+    cache: deps.cache,
+    bus: deps.bus,
+    verifier: hub.verifier,
+    clients: hub.clients,
+    eventsCommitted: relay ? relay.wake : () => undefined,
+    provide: hub.provide,
+  };
+  await app.register(async (scope) => service.routes(scope as App, context));
+}
+
+/**
+ * One service as its own app (split mode, and service tests): its probes on /health/*, its
+ * OpenAPI document on /openapi.json, and its routes. Peers are reached over HTTP.
+ */
+export async function buildServiceApp(service: Service, deps: Dependencies, options: { hub?: ServiceHub } = {}): Promise<App> {
+  const hub = options.hub ?? createServiceHub(deps.config);
+  const app = await createApp({
+    name: service.name,
+    version: RELEASE_VERSION,
+    logger: deps.logger,
+    bodyLimit: deps.config.BODY_LIMIT,
+    description: service.description,
+    auth: { verifier: hub.verifier, edge: false },
+  });
+  if (!options.hub) app.addHook('onClose', () => hub.close());
+  await healthRoutes(app, { service: service.name, version: RELEASE_VERSION, checks: checksOf(service, deps) });
+  await mountService(app, service, deps, hub, 'standalone');
+  return app;
+}
+
+export interface PlatformAppOptions {
+  /** Registers what the edge adds besides auth (the docs UI); runs after every service. */
+  edge?: (app: App) => Promise<void>;
+  title?: string;
+  description?: string;
+}
+
+/**
+ * Every service in ONE Fastify instance (the all-in-one): the edge's checks, each service's
+ * routes, and one pair of probes for the process. Cross-service calls are function calls.
+ */
+export async function buildPlatformApp(services: readonly Service[], deps: Dependencies, options: PlatformAppOptions = {}): Promise<App> {
+  const hub = createServiceHub(deps.config);
+  const app = await createApp({
+    name: 'platform',
+    title: options.title,
+    version: RELEASE_VERSION,
+    logger: deps.logger,
+    bodyLimit: deps.config.BODY_LIMIT,
+    description: options.description,
+    auth: { verifier: hub.verifier, edge: true },
+  });
+  app.addHook('onClose', () => hub.close());
+  await healthRoutes(app, {
+    service: 'platform',
+    version: RELEASE_VERSION,
+    checks: { database: databaseCheck(deps.database), cache: cacheCheck(deps.cache) },
+  });
+  for (const service of services) await mountService(app, service, deps, hub, 'all-in-one');
+  if (options.edge) await options.edge(app);
+  return app;
+}

@@ -1,0 +1,70 @@
+import type { CredentialsClient, IdentityClient, ServiceClients, ServiceName } from '@app/contracts';
+import type { JWTVerifyGetKey } from 'jose';
+import type { TokenVerifier } from '../auth/auth.js';
+import type { Bus } from '../bus/bus.js';
+import type { Cache } from '../cache/cache.js';
+import type { ConfigKey, PlatformConfig } from '../config.js';
+import type { Database } from '../db/database.js';
+import type { App } from '../http/app.js';
+import type { Logger } from '../logger.js';
+
+/** What a service's routes are built with: typed config, the ports, the verifier and its peers. */
+export interface ServiceContext {
+  name: ServiceName;
+  /**
+   * `all-in-one`: mounted beside every other service in one instance, whose peers call it in
+   * process; internal (service-to-service) routes are not registered there. `standalone`: its
+   * own process (split mode), called over HTTP on its internal routes.
+   */
+  mode: 'all-in-one' | 'standalone';
+  config: PlatformConfig;
+  logger: Logger;
+  database: Database;
+  cache: Cache;
+  bus: Bus;
+  /** The process's one token verifier (cached; in-process keys where sso runs here). */
+  verifier: TokenVerifier;
+  /** Typed clients of the other services: in-process where they run here, HTTP otherwise. */
+  clients: ServiceClients;
+  /** Tells the outbox relay a change committed (publish now, not at the next poll). */
+  eventsCommitted(): void;
+  /** Offers other services of this process what this one provides (see `Provided`). */
+  provide(provided: Provided): void;
+}
+
+/** What a service offers the others of its process, instead of them calling it over HTTP. */
+export interface Provided {
+  /** identity's in-process client. */
+  identity?: IdentityClient;
+  /** credentials' in-process client. */
+  credentials?: CredentialsClient;
+  /** sso's key table: every verifier of the process checks tokens against it, no JWKS fetch. */
+  verificationKeys?: JWTVerifyGetKey;
+  /** sso's short-lived system token, for the calls its HTTP clients make on its own behalf. */
+  systemToken?: () => Promise<string>;
+}
+
+/** A service, declared once; the kit runs it alone (`runService`) or beside the others (`buildPlatformApp`). */
+export interface Service {
+  name: ServiceName;
+  /** One line for its OpenAPI document. */
+  description: string;
+  /** Its own slice of the environment, validated besides SHARED_CONFIG when it runs alone. */
+  config?: readonly ConfigKey[];
+  /** Its Prisma Migrate folder; a service without tables has none. */
+  migrations?: string;
+  /** It publishes events through a transactional outbox in its schema (a relay runs beside it). */
+  outbox?: boolean;
+  /** Dependencies its readiness reports: the database is required, the cache only degrades it. */
+  checks: readonly ('database' | 'cache')[];
+  /** Registers its routes on an encapsulated instance; runs once per process. */
+  routes(app: App, context: ServiceContext): Promise<void>;
+}
+
+/**
+ * Declares a service. Its name is the registry's (`@app/contracts`), which also holds its
+ * port, URL variable and public prefixes.
+ */
+export function defineService(service: Service): Service {
+  return service;
+}

@@ -1,0 +1,50 @@
+import { fileURLToPath } from 'node:url';
+import { AppError, defineService, systemPrincipal } from '@app/platform';
+import { createCredentialRepository } from './credentials/repository.js';
+import { credentialInternalRoutes, credentialRoutes, CREDENTIALS_PREFIX } from './credentials/routes.js';
+import { createPasswordHasher } from './credentials/secrets.js';
+import { createCredentialService } from './credentials/service.js';
+
+/** The credentials service: how identities sign in (passwords, federated accounts, API keys). */
+export const credentialsService = defineService({
+  name: 'credentials',
+  description: 'Credentials per identity: LOCAL passwords (argon2id), GOOGLE/GITHUB subjects, API keys',
+  config: ['ARGON2_MEMORY_KIB', 'ARGON2_TIME_COST', 'ARGON2_PARALLELISM', 'ARGON2_CONCURRENCY', 'IDENTITY_URL'],
+  migrations: fileURLToPath(new URL('../prisma/migrations', import.meta.url)),
+  outbox: true,
+  checks: ['database', 'cache'],
+  routes: async (app, { mode, config, database, clients, eventsCommitted, provide }) => {
+    const repository = createCredentialRepository(database);
+    app.addHook('onClose', () => repository.close());
+    const service = createCredentialService({
+      repository,
+      hasher: createPasswordHasher({
+        memoryCost: config.ARGON2_MEMORY_KIB,
+        timeCost: config.ARGON2_TIME_COST,
+        parallelism: config.ARGON2_PARALLELISM,
+        concurrency: config.ARGON2_CONCURRENCY,
+      }),
+      identities: clients.identity,
+      eventsCommitted,
+    });
+    const inProcess = { principal: systemPrincipal('credentials'), authority: {} };
+    provide({
+      credentials: {
+        verifyPassword: (request) => service.verifyPassword(request, inProcess.authority),
+        verifyApiKey: (apiKey) => service.verifyApiKey(apiKey, inProcess.authority),
+        createLocalPassword: async (identityId, password) => {
+          try {
+            await service.create({ identity_id: identityId, provider: 'LOCAL', secret: password }, inProcess);
+            return true;
+          } catch (error) {
+            if (error instanceof AppError && error.statusCode === 422) return false;
+            throw error;
+          }
+        },
+      },
+    });
+    await app.register(credentialRoutes, { prefix: CREDENTIALS_PREFIX, service });
+    // Peers in this process call it in-process; only a standalone service serves other processes.
+    if (mode === 'standalone') await app.register(credentialInternalRoutes, { service });
+  },
+});

@@ -1,0 +1,36 @@
+import { fileURLToPath } from 'node:url';
+import { AppError, defineService, systemPrincipal } from '@app/platform';
+import { createIdentityRepository } from './identity/repository.js';
+import { IDENTITY_PREFIX, identityInternalRoutes, identityRoutes } from './identity/routes.js';
+import { createIdentityService } from './identity/service.js';
+
+/** The identity service: who someone is (name, email, avatar, roles), never how they sign in. */
+export const identityService = defineService({
+  name: 'identity',
+  description: 'Identities: name, email, avatar and roles (never passwords)',
+  migrations: fileURLToPath(new URL('../prisma/migrations', import.meta.url)),
+  outbox: true,
+  checks: ['database', 'cache'],
+  routes: async (app, { mode, database, cache, logger, eventsCommitted, provide }) => {
+    const repository = createIdentityRepository(database);
+    app.addHook('onClose', () => repository.close());
+    const service = createIdentityService({ repository, cache, logger, eventsCommitted });
+    provide({
+      identity: {
+        lookup: async (query) => (await service.lookup(query)) ?? undefined,
+        create: async (input) => {
+          try {
+            const record = await service.create(input, systemPrincipal('identity'));
+            return { id: record.id, name: record.name, email: record.email, roles: record.roles, activated: record.activated };
+          } catch (error) {
+            if (error instanceof AppError && error.statusCode === 422) return undefined;
+            throw error;
+          }
+        },
+      },
+    });
+    await app.register(identityRoutes, { prefix: IDENTITY_PREFIX, service });
+    // Peers in this process call it in-process; only a standalone service serves other processes.
+    if (mode === 'standalone') await app.register(identityInternalRoutes, { service });
+  },
+});

@@ -1,0 +1,105 @@
+import { fileURLToPath } from 'node:url';
+import { createPrismaClient, defineService, type Service } from '@app/platform';
+import { startAdminBootstrap, DEV_ADMIN_EMAIL } from './bootstrap/admin.js';
+import { subscribeToCredentialEvents } from './events/credential-events.js';
+import { PrismaClient } from './generated/prisma/client.js';
+import { configuredKeyService } from './keys/configured.js';
+import { keyRoutes } from './keys/routes.js';
+import { parseTrustedProxies } from './tokens/client-address.js';
+import { createRefreshTokenRepository } from './tokens/repository.js';
+import { tokenRoutes } from './tokens/routes.js';
+import { createTokenService } from './tokens/service.js';
+import { createSystemTokens, createTokenSigner } from './tokens/signer.js';
+import { createLoginThrottle } from './tokens/throttle.js';
+import { userinfoRoutes } from './userinfo/routes.js';
+
+/** sso's Prisma Migrate folder (one level above src/ and dist/ alike). */
+export const SSO_MIGRATIONS = fileURLToPath(new URL('../prisma/migrations', import.meta.url));
+
+/** Longest pause between two checks whether the signing key is due for rotation. */
+const ROTATION_CHECK_MAX_MS = 3_600_000;
+
+export interface SsoOptions {
+  /** Where a generated development admin password is shown (default: the console, once). */
+  announce?: (message: string) => void;
+}
+
+/** sso: signing keys, JWKS, the OAuth 2 token endpoint and the first administrator. */
+export function createSsoService(options: SsoOptions = {}): Service {
+  return defineService({
+    name: 'sso',
+    description: 'Signing keys, JWKS and the OAuth 2 token endpoint',
+    config: [
+      'ACCESS_TOKEN_TTL_SECONDS',
+      'REFRESH_TOKEN_TTL_SECONDS',
+      'SSO_KEY_ENCRYPTION_SECRET',
+      'SSO_KEY_ROTATION_INTERVAL_SECONDS',
+      'SSO_KEY_ACTIVATION_DELAY_SECONDS',
+      'BOOTSTRAP_ADMIN_EMAIL',
+      'BOOTSTRAP_ADMIN_PASSWORD',
+      'IDENTITY_URL',
+      'CREDENTIALS_URL',
+    ],
+    migrations: SSO_MIGRATIONS,
+    checks: ['database'],
+    routes: async (app, { config, logger, database, cache, bus, clients, provide }) => {
+      const prisma = createPrismaClient(PrismaClient, database);
+      app.addHook('onClose', () => prisma.$disconnect());
+      const keys = configuredKeyService(config, database, logger, prisma);
+      await keys.ensureKey();
+      const signer = createTokenSigner({
+        keys,
+        issuer: config.JWT_ISSUER,
+        audience: config.JWT_AUDIENCE,
+        accessTokenTtlSeconds: config.ACCESS_TOKEN_TTL_SECONDS,
+      });
+      // Every verifier of this process checks tokens against the key table: no JWKS fetch from itself.
+      provide({ verificationKeys: keys.verificationKeys, systemToken: createSystemTokens(signer) });
+      const tokens = createTokenService({
+        repository: createRefreshTokenRepository(prisma),
+        signer,
+        identities: clients.identity,
+        credentials: clients.credentials,
+        throttle: createLoginThrottle(cache, logger),
+        logger,
+        refreshTokenTtlSeconds: config.REFRESH_TOKEN_TTL_SECONDS,
+      });
+
+      await keyRoutes(app, { keys, publicUrl: config.JWT_ISSUER, issuer: config.JWT_ISSUER });
+      await app.register(tokenRoutes, { tokens, trustedProxies: parseTrustedProxies(config.TRUST_PROXY) });
+      await userinfoRoutes(app);
+
+      const subscription = await subscribeToCredentialEvents({ bus, logger, revokeIdentity: tokens.revokeIdentity });
+      // Every replica checks; the key lock and the newest key's age make only one of them rotate.
+      const rotationCheckMs = Math.min((config.SSO_KEY_ROTATION_INTERVAL_SECONDS * 1000) / 4, ROTATION_CHECK_MAX_MS);
+      const rotation = setInterval(() => {
+        keys.rotateIfDue().catch((error: unknown) => logger.error({ err: error }, 'scheduled key rotation failed'));
+      }, rotationCheckMs);
+      rotation.unref();
+
+      const adminEmail = config.BOOTSTRAP_ADMIN_EMAIL ?? (config.ALL_IN_ONE ? DEV_ADMIN_EMAIL : undefined);
+      let bootstrap: ReturnType<typeof startAdminBootstrap> | undefined;
+      if (adminEmail) {
+        // Once listening: in split mode identity and credentials verify sso's system token
+        // against sso's JWKS, which it serves only then. The bootstrap retries until they answer.
+        app.addHook('onListen', async () => {
+          bootstrap ??= startAdminBootstrap({
+            identities: clients.identity,
+            credentials: clients.credentials,
+            logger,
+            email: adminEmail,
+            password: config.BOOTSTRAP_ADMIN_PASSWORD,
+            announce: options.announce ?? ((message) => console.log(message)),
+          });
+        });
+      }
+      app.addHook('onClose', async () => {
+        clearInterval(rotation);
+        bootstrap?.stop();
+        await subscription.unsubscribe();
+      });
+    },
+  });
+}
+
+export const ssoService = createSsoService();
