@@ -5,7 +5,14 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse, parseAllDocuments } from 'yaml';
-import { DEFAULT_PORTS, type ServiceName } from '@app/platform';
+import { DOMAIN_SERVICES, SERVICE_NAMES, SERVICES, type ServiceName } from '@app/contracts';
+import { credentialsService } from '@app/credentials';
+import { crudService } from '@app/crud-service';
+import { GATEWAY_CONFIG } from '@app/gateway';
+import { healthService } from '@app/health';
+import { identityService } from '@app/identity';
+import { SHARED_CONFIG, type ConfigKey, type Service } from '@app/platform';
+import { ssoService } from '@app/sso';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const K8S_BASE = join(ROOT, 'deploy/k8s/base');
@@ -14,7 +21,33 @@ export const K8S_PRODUCTION = join(ROOT, 'deploy/k8s/overlays/production');
 export const read = (path: string): string => readFileSync(join(ROOT, path), 'utf8');
 export const exists = (path: string): boolean => existsSync(join(ROOT, path));
 
-export const PLATFORM_SERVICES = Object.keys(DEFAULT_PORTS) as ServiceName[];
+/** Every service of the registry (@app/contracts), the gateway included. */
+export const PLATFORM_SERVICES: ServiceName[] = [...SERVICE_NAMES];
+
+/** The port a service listens on when it runs alone: the registry's. */
+export const portOf = (service: ServiceName): number => SERVICES[service].port;
+
+/** Each service as it declares itself (defineService); the gateway is the edge, not a service of the kit. */
+export const DEFINITIONS: Record<Exclude<ServiceName, 'gateway'>, Service> = {
+  identity: identityService,
+  credentials: credentialsService,
+  sso: ssoService,
+  crud: crudService,
+  health: healthService,
+};
+
+/** A service's own slice of the environment, which its process validates besides SHARED_CONFIG. */
+export function ownConfigOf(service: ServiceName): readonly ConfigKey[] {
+  return service === 'gateway' ? GATEWAY_CONFIG : (DEFINITIONS[service].config ?? []);
+}
+
+/** Every variable a service's process reads: SHARED_CONFIG and its own slice. */
+export function configKeysOf(service: ServiceName): Set<string> {
+  return new Set<string>([...SHARED_CONFIG, ...ownConfigOf(service)]);
+}
+
+/** Whether a name is a service of the registry. */
+export const isServiceName = (name: string): name is ServiceName => (SERVICE_NAMES as string[]).includes(name);
 
 /** The services of this checkout: folders under services/ with a standalone entry. */
 export function repositoryServices(): string[] {
@@ -31,14 +64,28 @@ export function distEntryExists(service: string, distPath: string): boolean {
 }
 
 /**
- * The services a service calls over HTTP, read from its sources: a `<NAME>_URL` setting it
- * uses, or the JWKS (`jwksUrlOf`, `tokenVerifierOptions`, `accessTokenVerifier`: served by sso) every token verifier fetches.
+ * The services a service calls over HTTP in split mode: every peer whose URL variable its
+ * config reads (its slice, and SSO_URL for all: every process's token verifier fetches sso's
+ * JWKS, where sso itself verifies with its own keys). The gateway is open to all anyway.
  */
-export function callsOf(service: string): ServiceName[] {
+export function callsOf(service: ServiceName): ServiceName[] {
+  const keys = configKeysOf(service);
+  return PLATFORM_SERVICES.filter((peer) => peer !== service && peer !== 'gateway' && keys.has(SERVICES[peer].urlVariable));
+}
+
+/**
+ * The variables a service's sources read: every `config.NAME`, and the URL variable of each
+ * peer it reaches through the kit: its typed clients (`clients.identity`, ...), the health
+ * report's `clients.readiness` (every domain service), the gateway's `routingTable` (every
+ * service with public prefixes). A source that hides these behind another name is not seen.
+ */
+export function variablesReadBy(service: ServiceName): string[] {
   const sources = sourceFiles(join(ROOT, 'services', service, 'src')).map((path) => readFileSync(path, 'utf8')).join('\n');
-  const called = PLATFORM_SERVICES.filter((name) => name !== service && sources.includes(`${name.toUpperCase()}_URL`));
-  if (service !== 'sso' && /\b(jwksUrlOf|tokenVerifierOptions|accessTokenVerifier)\(/.test(sources) && !called.includes('sso')) called.push('sso');
-  return called.filter((name) => name !== 'gateway');
+  const named = [...sources.matchAll(/\bconfig\.([A-Z][A-Z0-9_]*)\b/g)].map((match) => match[1]!);
+  const peers = PLATFORM_SERVICES.filter((peer) => new RegExp(`\\bclients\\.${peer}\\b`).test(sources));
+  if (/\bclients\.readiness\(/.test(sources)) peers.push(...DOMAIN_SERVICES);
+  if (/\broutingTable\(/.test(sources)) peers.push(...PLATFORM_SERVICES.filter((peer) => SERVICES[peer].prefixes.length > 0));
+  return [...new Set([...named, ...peers.map((peer) => SERVICES[peer].urlVariable)])].sort();
 }
 
 function sourceFiles(dir: string): string[] {

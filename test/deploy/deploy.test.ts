@@ -3,15 +3,19 @@
 // and held to the repository's facts (services, ports, config schema, entries, migrations).
 import { join } from 'node:path';
 import { describe, expect, it } from '@jest/globals';
-import { DEFAULT_PORTS, loadConfig, type PlatformConfig, type ServiceName } from '@app/platform';
+import { DOMAIN_SERVICES, SERVICES, type ServiceName } from '@app/contracts';
+import { loadConfig, type PlatformConfig } from '@app/platform';
 import {
   callsOf,
+  configKeysOf,
   containerEnv,
+  DEFINITIONS,
   distEntryExists,
   dockerfileInstructions,
   exists,
   hasMigrations,
   interpolateDefaults,
+  isServiceName,
   K8S_BASE,
   K8S_PRODUCTION,
   loadBase,
@@ -20,12 +24,15 @@ import {
   loadYamlDocuments,
   named,
   ofKind,
+  ownConfigOf,
   PLATFORM_SERVICES,
+  portOf,
   read,
   repositoryServices,
   resolvePort,
   seconds,
   selects,
+  variablesReadBy,
   yamlFilesIn,
   type Container,
   type K8sObject,
@@ -34,52 +41,49 @@ import {
 
 const services = repositoryServices();
 const migrated = services.filter(hasMigrations);
-const SSO_PRESENT = exists('services/sso/src/main.ts');
-/**
- * sso's settings, which the deployment carries before sso (and its config entries) reaches
- * this branch. Tolerated as unknown names only while services/sso is absent: once it is
- * here, the config schema must accept them like any other name.
- */
-const SSO_SETTINGS = ['BOOTSTRAP_ADMIN_EMAIL', 'BOOTSTRAP_ADMIN_PASSWORD', 'SSO_KEY_ENCRYPTION_SECRET'];
-const DOMAIN_SERVICES = PLATFORM_SERVICES.filter((name) => name !== 'gateway' && name !== 'health');
 const IMAGE = (service: string) => `api-platform/${service}`;
 const ROOT_VERSION = (JSON.parse(read('package.json')) as { version: string }).version;
 
 /** Names the config schema drops (unknown ones are stripped from the parsed config). */
 function unknownNames(env: Record<string, string>): string[] {
   const parsed = loadConfig(env) as Record<string, unknown>;
-  return Object.keys(env).filter((name) => !(name in parsed) && !(!SSO_PRESENT && SSO_SETTINGS.includes(name)));
+  return Object.keys(env).filter((name) => !(name in parsed));
 }
 
-/** A standalone service opens Postgres, Redis and NATS (runStandalone); the gateway opens none. */
-const opensDependencies = (service: string) => !exists(`services/${service}/src/main.ts`) || read(`services/${service}/src/main.ts`).includes('runStandalone(');
+/** A standalone service opens Postgres, Redis and NATS (runService); the gateway opens none. */
+const opensDependencies = (service: string) => !exists(`services/${service}/src/main.ts`) || read(`services/${service}/src/main.ts`).includes('runService(');
 
-function expectRunnableConfig(service: string, env: Record<string, string>, hostOf: (name: ServiceName) => string) {
+/** The configuration a service's process runs with: SHARED_CONFIG and its slice validated, the rest defaults. */
+const configOf = (service: ServiceName, env: Record<string, string>): PlatformConfig => loadConfig(env, ownConfigOf(service));
+
+/** The backing servers' URLs: secrets, which a process that opens none of them is not given. */
+const BACKING_URLS = ['DATABASE_URL', 'REDIS_URL', 'NATS_URL'];
+
+/** Whether a service reads a Secret key: its own slice names it, or it opens the server the key reaches. */
+const readsSecret = (service: ServiceName, key: string) => ownConfigOf(service).includes(key as never) || (opensDependencies(service) && BACKING_URLS.includes(key));
+
+function expectRunnableConfig(service: ServiceName, env: Record<string, string>, hostOf: (name: ServiceName) => string) {
   expect(unknownNames(env)).toEqual([]);
-  const config: PlatformConfig = loadConfig(env);
+  const config = configOf(service, env);
   expect(config.NODE_ENV).toBe('production');
   // Without these a pod falls back to an embedded database on a read-only filesystem and a
   // per-process cache and bus that its replicas would not share.
   if (opensDependencies(service)) {
     expect([config.DATABASE_URL, config.REDIS_URL, config.NATS_URL].map((url) => url !== undefined)).toEqual([true, true, true]);
   }
-  expect({
-    GATEWAY_URL: config.GATEWAY_URL,
-    HEALTH_URL: config.HEALTH_URL,
-    IDENTITY_URL: config.IDENTITY_URL,
-    CREDENTIALS_URL: config.CREDENTIALS_URL,
-    SSO_URL: config.SSO_URL,
-    CRUD_URL: config.CRUD_URL,
-  }).toEqual({
-    GATEWAY_URL: `http://${hostOf('gateway')}:${DEFAULT_PORTS.gateway}`,
-    HEALTH_URL: `http://${hostOf('health')}:${DEFAULT_PORTS.health}`,
-    IDENTITY_URL: `http://${hostOf('identity')}:${DEFAULT_PORTS.identity}`,
-    CREDENTIALS_URL: `http://${hostOf('credentials')}:${DEFAULT_PORTS.credentials}`,
-    SSO_URL: `http://${hostOf('sso')}:${DEFAULT_PORTS.sso}`,
-    CRUD_URL: `http://${hostOf('crud')}:${DEFAULT_PORTS.crud}`,
-  });
-  expect([...config.PLATFORM_SERVICES].sort()).toEqual([...DOMAIN_SERVICES].sort());
+  // Every peer it reads the URL of (its slice, and SSO_URL for the JWKS) is where the deployment runs it, on its registry port.
+  const peers = PLATFORM_SERVICES.filter((peer) => configKeysOf(service).has(SERVICES[peer].urlVariable));
+  expect(peers).toContain('sso');
+  const urlOf = (peer: ServiceName) => [SERVICES[peer].urlVariable, config[SERVICES[peer].urlVariable]];
+  expect(Object.fromEntries(peers.map(urlOf))).toEqual(Object.fromEntries(peers.map((peer) => [SERVICES[peer].urlVariable, `http://${hostOf(peer)}:${portOf(peer)}`])));
+  if (configKeysOf(service).has('PLATFORM_SERVICES')) expect([...config.PLATFORM_SERVICES].sort()).toEqual([...DOMAIN_SERVICES].sort());
   return config;
+}
+
+/** The variables a deployment sets that no process given them reads (a leftover, or a typo the schema knows). */
+function unreadNames(envs: [ServiceName, Record<string, string>][]): string[] {
+  const names = new Set(envs.flatMap(([, env]) => Object.keys(env)));
+  return [...names].filter((name) => !envs.some(([service, env]) => name in env && configKeysOf(service).has(name))).sort();
 }
 
 describe('the repository', () => {
@@ -87,8 +91,18 @@ describe('the repository', () => {
     expect(services).toEqual(expect.arrayContaining(['gateway', 'health', 'identity']));
   });
 
-  it('has no service the platform config does not know (DEFAULT_PORTS)', () => {
-    expect(services.filter((name) => !(name in DEFAULT_PORTS))).toEqual([]);
+  it('has no service the registry (@app/contracts) does not know', () => {
+    expect(services.filter((name) => !isServiceName(name))).toEqual([]);
+  });
+
+  it('declares every service of the registry but the gateway under its registry name', () => {
+    expect(Object.entries(DEFINITIONS).map(([name, definition]) => [name, definition.name])).toEqual(Object.keys(DEFINITIONS).map((name) => [name, name]));
+    expect([...Object.keys(DEFINITIONS), 'gateway'].sort()).toEqual([...PLATFORM_SERVICES].sort());
+  });
+
+  it.each(PLATFORM_SERVICES)('has %s validate every variable its sources read (SHARED_CONFIG or its own slice)', (service) => {
+    // A variable missing from the slice is not validated and silently takes its default when the service runs alone.
+    expect(variablesReadBy(service).filter((name) => !configKeysOf(service).has(name))).toEqual([]);
   });
 });
 
@@ -174,13 +188,13 @@ describe('docker-compose.yml', () => {
   it.each(PLATFORM_SERVICES)('builds %s from the Dockerfile with its SERVICE and its port', (service) => {
     const entry = compose.services[service]!;
     expect(entry.image).toBe(IMAGE(service));
-    expect(entry.build).toEqual({ context: '.', args: { SERVICE: service, PORT: String(DEFAULT_PORTS[service]) } });
+    expect(entry.build).toEqual({ context: '.', args: { SERVICE: service, PORT: String(portOf(service)) } });
     if (exists(`services/${service}`)) expect(distEntryExists(service, 'dist/main.js')).toBe(true);
   });
 
   it('publishes only the gateway\'s port', () => {
     const published = Object.entries(compose.services).filter(([, entry]) => entry.ports).map(([name, entry]) => [name, entry.ports]);
-    expect(published).toEqual([['gateway', [`${DEFAULT_PORTS.gateway}:${DEFAULT_PORTS.gateway}`]]]);
+    expect(published).toEqual([['gateway', [`${portOf('gateway')}:${portOf('gateway')}`]]]);
   });
 
   it('has a migrate step for every service with migrations, and only those', () => {
@@ -216,6 +230,18 @@ describe('docker-compose.yml', () => {
     expect(seconds(compose.services[service]!.stop_grace_period ?? '10s')).toBeGreaterThan(config.SHUTDOWN_TIMEOUT_MS / 1000);
   });
 
+  it('sets no variable that no service given it reads', () => {
+    expect(unreadNames(PLATFORM_SERVICES.map((service) => [service, interpolateDefaults(compose.services[service]!.environment ?? {})]))).toEqual([]);
+  });
+
+  it('gives each secret only to the services that read it, and every one that does', () => {
+    const secrets = ['DATABASE_URL', 'REDIS_URL', 'SSO_KEY_ENCRYPTION_SECRET', 'BOOTSTRAP_ADMIN_EMAIL', 'BOOTSTRAP_ADMIN_PASSWORD'];
+    for (const service of PLATFORM_SERVICES) {
+      const given = Object.keys(compose.services[service]!.environment ?? {}).filter((name) => secrets.includes(name));
+      expect([service, given.sort()]).toEqual([service, secrets.filter((key) => readsSecret(service, key)).sort()]);
+    }
+  });
+
   it('fails the check on a misspelled variable', () => {
     expect(unknownNames({ NODE_ENV: 'production', DATABSE_URL: 'postgres://x@postgres/db' })).toEqual(['DATABSE_URL']);
   });
@@ -249,7 +275,7 @@ describe('deploy/k8s/base', () => {
   });
 
   describe.each(PLATFORM_SERVICES)('%s', (service) => {
-    const port = DEFAULT_PORTS[service];
+    const port = portOf(service);
 
     it('has a Deployment whose selector picks its own pods, running its image\'s default command', () => {
       const deployment = named(objects, 'Deployment', service)!;
@@ -260,7 +286,7 @@ describe('deploy/k8s/base', () => {
       if (exists(`services/${service}`)) expect(distEntryExists(service, 'dist/main.js')).toBe(true);
     });
 
-    it('listens on its DEFAULT_PORTS port, probed at /health/liveness and /health/readiness there', () => {
+    it('listens on its registry port, probed at /health/liveness and /health/readiness there', () => {
       const container = containerOf(service);
       expect(container.ports?.map((p) => p.containerPort)).toEqual([port]);
       expect(container.env?.find((v) => v.name === 'PORT')?.value).toBe(String(port));
@@ -288,7 +314,7 @@ describe('deploy/k8s/base', () => {
 
     it('is given longer to stop than its preStop pause plus its drain (SHUTDOWN_TIMEOUT_MS)', () => {
       const deployment = named(objects, 'Deployment', service)!;
-      const config = loadConfig(containerEnv(containerOf(service), configMaps, secret));
+      const config = configOf(service, containerEnv(containerOf(service), configMaps, secret));
       const preStop = containerOf(service).lifecycle?.preStop?.exec?.command;
       const pause = preStop?.[0] === 'sleep' ? Number(preStop[1]) : 0;
       expect(deployment.spec.template.spec.terminationGracePeriodSeconds ?? 30).toBeGreaterThan(pause + config.SHUTDOWN_TIMEOUT_MS / 1000);
@@ -317,7 +343,7 @@ describe('deploy/k8s/base', () => {
       expect(pdb.spec.maxUnavailable ?? pdb.spec.minAvailable).toBeDefined();
     });
 
-    it('admits traffic on its port only from the services that call it', () => {
+    it('admits traffic on its port only from the services that call it (whose config reads its URL)', () => {
       const policy = named(objects, 'NetworkPolicy', service)!;
       const deployment = named(objects, 'Deployment', service)!;
       expect(selects(policy.spec.podSelector.matchLabels, deployment.spec.template.metadata.labels)).toBe(true);
@@ -333,12 +359,26 @@ describe('deploy/k8s/base', () => {
         expect(matched).toHaveLength(1);
         return matched[0]!.metadata.name;
       });
-      const callers = services.filter((caller) => caller !== service && callsOf(caller).includes(service));
+      const callers = services.filter(isServiceName).filter((caller) => caller !== service && callsOf(caller).includes(service));
       expect(callers.filter((caller) => !admitted.includes(caller))).toEqual([]);
-      expect(admitted.filter((peer) => services.includes(peer) && !callers.includes(peer))).toEqual([]);
+      expect(admitted.filter((peer) => services.includes(peer) && !(callers as string[]).includes(peer))).toEqual([]);
       const openToAll = rules.some((rule) => !rule.from || rule.from.length === 0);
       expect(openToAll).toBe(service === 'gateway');
     });
+  });
+
+  it('sets no variable that no service given it reads', () => {
+    expect(unreadNames(PLATFORM_SERVICES.map((service) => [service, containerEnv(containerOf(service), configMaps, secret)]))).toEqual([]);
+  });
+
+  it('gives each Secret key only to the services that read it, and every one that does', () => {
+    for (const service of PLATFORM_SERVICES) {
+      const container = containerOf(service);
+      const given = container.envFrom?.some((source) => source.secretRef)
+        ? Object.keys(secret.stringData)
+        : (container.env ?? []).flatMap((variable) => (variable.valueFrom?.secretKeyRef ? [variable.valueFrom.secretKeyRef.key] : []));
+      expect([service, given.sort()]).toEqual([service, Object.keys(secret.stringData).filter((key) => readsSecret(service, key)).sort()]);
+    }
   });
 
   it('denies all ingress to the namespace\'s pods by default', () => {
@@ -364,7 +404,7 @@ describe('deploy/k8s/base', () => {
       if (exists(`services/${service}`)) expect([service, distEntryExists(service, 'dist/migrate.js')]).toEqual([service, true]);
       const env = containerEnv(container!, configMaps, secret);
       expect(unknownNames(env)).toEqual([]);
-      expect(loadConfig(env).DATABASE_URL).toBeDefined();
+      expect(isServiceName(service) && configOf(service, env).DATABASE_URL).toBeTruthy();
       expect(container!.securityContext?.readOnlyRootFilesystem).toBe(true);
       expect(job.spec.template.spec.securityContext?.runAsNonRoot).toBe(true);
     }

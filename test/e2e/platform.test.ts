@@ -1,30 +1,77 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startPlatform, type Platform } from '@app/all-in-one';
+import { DOMAIN_SERVICES, INTERNAL_ROUTES, SERVICE_NAMES, SERVICES } from '@app/contracts';
 import { openPostgres } from '@app/platform';
-import { createTestDatabase, openTestDependencies, readJson, REAL, silentLogger, testModes } from '@app/testing';
+import { createSsoService } from '@app/sso';
+import {
+  createTestDatabase,
+  eventually,
+  freePort,
+  listeningPorts,
+  listeningServerCount,
+  occupyPorts,
+  openTestDependencies,
+  readJson,
+  REAL,
+  silentLogger,
+  startTokenIssuer,
+  testModes,
+} from '@app/testing';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
-const ALL_ZERO = { gateway: 0, health: 0, identity: 0, credentials: 0, sso: 0, crud: 0 };
 
 describe.each(testModes())('all-in-one platform (%s)', (mode) => {
   let deps: Awaited<ReturnType<typeof openTestDependencies>>;
   let platform: Platform;
+  let serversBefore: number;
+  /** What sso shows the operator once: the development admin's generated password. */
+  const announced: string[] = [];
   beforeAll(async () => {
     deps = await openTestDependencies(mode);
-    platform = await startPlatform(deps.config, silentLogger(), { ports: ALL_ZERO, dependencies: deps });
-  });
+    serversBefore = listeningServerCount();
+    platform = await startPlatform(deps.config, silentLogger(), {
+      port: 0,
+      dependencies: deps,
+      services: { sso: createSsoService({ announce: (message) => void announced.push(message) }) },
+    });
+  }, 120_000);
   afterAll(async () => {
-    await platform.close();
-    await deps.dispose();
+    await platform?.close();
+    await deps?.dispose();
   });
 
-  it('is ready through the gateway', async () => {
+  /** Signs in the development admin the all-in-one creates: sso, credentials and identity, in process. */
+  const signInAdmin = async () => {
+    expect(await eventually(async () => announced.length === 1)).toBe(true);
+    const password = /Password \(shown once, store it now\): (\S+)/.exec(announced[0]!)?.[1] ?? '';
+    const response = await fetch(`${platform.url}/api/v1/sso/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'password', username: 'admin@localhost', password }),
+    });
+    expect(response.status).toBe(200);
+    return ((await readJson(response)) as { access_token: string }).access_token;
+  };
+
+  it('listens on exactly one port, the one its URL names, on the interface HOST names', () => {
+    expect(listeningServerCount() - serversBefore).toBe(1);
+    const address = platform.app.server.address() as AddressInfo;
+    expect(platform.url).toBe(`http://127.0.0.1:${address.port}`);
+    expect(address.address).toBe(deps.config.HOST);
+  });
+
+  it('is ready on that port: its own probe and the health report of every service', async () => {
+    const probe = await fetch(`${platform.url}/health/readiness`);
+    expect(probe.status).toBe(200);
+    expect(await readJson(probe)).toMatchObject({ status: 'active', service: 'platform' });
     const response = await fetch(`${platform.url}/api/v1/health/readiness`);
     expect(response.status).toBe(200);
     const body = await readJson(response);
@@ -32,13 +79,16 @@ describe.each(testModes())('all-in-one platform (%s)', (mode) => {
     expect(Object.keys(body.services).sort()).toEqual([...deps.config.PLATFORM_SERVICES].sort());
   });
 
-  it('serves the merged docs with every service answering', async () => {
+  it('serves one API document with every service in it, and their tags declared', async () => {
     const document = await readJson(await fetch(`${platform.url}/docs/json`));
     expect(document['x-unavailable-services']).toBeUndefined();
     expect(document.tags.map((tag: { name: string }) => tag.name)).toContain('Health');
+    const operations = Object.values(document.paths as Record<string, Record<string, { tags?: string[] }>>).flatMap((path) => Object.values(path));
+    const tags = new Set(operations.flatMap((operation) => operation.tags ?? []));
+    expect([...tags]).toEqual(expect.arrayContaining(['Health', 'Identity', 'Credentials', 'SSO']));
   });
 
-  it('routes every generic domain through the gateway, including ones it has no row for', async () => {
+  it('routes every generic domain, including ones no table names', async () => {
     expect((await fetch(`${platform.url}/api/v1/products/ping`)).status).toBe(200);
     expect((await fetch(`${platform.url}/api/v1/posts/ping`)).status).toBe(200);
     const unknown = await fetch(`${platform.url}/api/v1/coupons/ping`);
@@ -46,17 +96,36 @@ describe.each(testModes())('all-in-one platform (%s)', (mode) => {
     expect(unknown.headers.get('content-type')).toBe('application/problem+json; charset=utf-8');
   });
 
-  it('serves every service on loopback and the gateway where HOST says', () => {
-    for (const service of Object.values(platform.services)) expect(service?.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+  it('signs in its development admin, whose token reads identities: the services call each other in process', async () => {
+    const token = await signInAdmin();
+    const admin = await fetch(`${platform.url}/api/v1/identity/email/admin%40localhost`, { headers: { authorization: `Bearer ${token}` } });
+    expect(admin.status).toBe(200);
+    expect((await readJson(admin))[0]).toMatchObject({ email: 'admin@localhost', roles: ['admin'] });
+  });
+
+  it('answers /internal like the gateway in split mode: 401 without a token, 404 with one', async () => {
+    const token = await signInAdmin();
+    for (const path of Object.values(INTERNAL_ROUTES)) {
+      const anonymous = await fetch(`${platform.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+      expect([path, anonymous.status, anonymous.headers.get('www-authenticate')]).toEqual([path, 401, 'Bearer error="invalid_token"']);
+      const signed = await fetch(`${platform.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: '{}' });
+      expect([path, signed.status]).toEqual([path, 404]);
+    }
   });
 });
 
-/** Waits for a line of a child's JSON log that satisfies `match`. */
+/** Waits for a line of a child's JSON log that satisfies `match`; fails at once, with its stderr, if it exits first. */
 // Generous: a first start creates the embedded database, which takes a while on a busy machine.
 function waitForLog(child: ChildProcess, match: (line: Record<string, unknown>) => boolean, timeoutMs = 90_000) {
   return new Promise<Record<string, unknown>>((resolve, reject) => {
     let buffer = '';
-    const timer = setTimeout(() => reject(new Error(`no matching log line in ${timeoutMs} ms:\n${buffer}`)), timeoutMs);
+    let stderr = '';
+    const timer = setTimeout(() => reject(new Error(`no matching log line in ${timeoutMs} ms:\n${buffer}${stderr}`)), timeoutMs);
+    child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`exited with ${code} before a matching log line:\n${buffer}${stderr}`));
+    });
     child.stdout!.on('data', (chunk: Buffer) => {
       buffer += chunk.toString();
       for (const text of buffer.split('\n')) {
@@ -77,7 +146,13 @@ function waitForLog(child: ChildProcess, match: (line: Record<string, unknown>) 
 const built = (entry: string) => join(root, entry);
 
 describe('standalone entries', () => {
-  const entries = ['services/health/dist/main.js', 'services/gateway/dist/main.js', 'services/identity/dist/migrate.js', 'apps/all-in-one/dist/main.js'];
+  const entries = [
+    'services/health/dist/main.js',
+    'services/identity/dist/main.js',
+    'services/gateway/dist/main.js',
+    'services/identity/dist/migrate.js',
+    'apps/all-in-one/dist/main.js',
+  ];
   beforeAll(() => {
     // The built entries are what containers run; `npm run build` makes them.
     const missing = entries.filter((entry) => !existsSync(built(entry)));
@@ -103,8 +178,79 @@ describe('standalone entries', () => {
     } finally {
       child.kill('SIGKILL');
       await db?.drop();
+      await rm(dataDir, { recursive: true, force: true });
     }
   }, 120_000);
+
+  it('starts identity alone, reading only its own variables, and serves its internal routes there', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'standalone-'));
+    const db = REAL.databaseUrl ? await createTestDatabase(REAL.databaseUrl) : undefined;
+    const issuer = await startTokenIssuer();
+    const child = spawn(process.execPath, [built('services/identity/dist/main.js')], {
+      env: {
+        PATH: process.env.PATH,
+        PORT: '0',
+        HOST: '127.0.0.1',
+        DATA_DIR: dataDir,
+        LOG_LEVEL: 'info',
+        JWKS_URL: issuer.jwksUrl,
+        // credentials' variable, below OWASP's minimum: identity does not read it, so it starts.
+        ARGON2_MEMORY_KIB: '1',
+        ...(db ? { DATABASE_URL: db.url } : {}),
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    try {
+      const listening = await waitForLog(child, (line) => String(line.msg).startsWith('identity listening on'));
+      const url = String(listening.msg).replace('identity listening on ', '');
+      const probe = await fetch(`${url}/health/readiness`);
+      expect(probe.status).toBe(200);
+      expect(await readJson(probe)).toMatchObject({ status: 'active', service: 'identity' });
+      const lookup = async (token?: string) => {
+        const headers: Record<string, string> = { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) };
+        const response = await fetch(`${url}${INTERNAL_ROUTES.identityLookup}`, { method: 'POST', headers, body: JSON.stringify({ email: 'nobody@example.com' }) });
+        return [response.status, (await readJson(response)).code];
+      };
+      expect(await lookup()).toEqual([401, 'AUTH_INVALID_TOKEN']);
+      expect(await lookup(await issuer.mint(randomUUID(), ['admin']))).toEqual([403, 'AUTH_FORBIDDEN']);
+      expect(await lookup(await issuer.mint(randomUUID(), ['system']))).toEqual([404, 'IDENTITY_NOT_FOUND']);
+      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+    } finally {
+      child.kill('SIGKILL');
+      await issuer.close();
+      await db?.drop();
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  it('runs the all-in-one from its built entry on PORT, its one listening port, while the registry ports are taken', async () => {
+    // 3000-3005: where the services listen when each runs alone; the all-in-one needs none of them.
+    const registryPorts = SERVICE_NAMES.map((name) => SERVICES[name].port);
+    const held = await occupyPorts(registryPorts);
+    const port = await freePort();
+    const dataDir = await mkdtemp(join(tmpdir(), 'all-in-one-'));
+    const child = spawn(process.execPath, [built('apps/all-in-one/dist/main.js')], {
+      env: { PATH: process.env.PATH, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    try {
+      const ready = await waitForLog(child, (line) => String(line.msg).startsWith('platform ready on'));
+      expect(ready.url).toBe(`http://127.0.0.1:${port}`);
+      expect(listeningPorts(child.pid!)).toEqual([port]);
+      const response = await fetch(`http://127.0.0.1:${port}/api/v1/health/readiness`);
+      expect(response.status).toBe(200);
+      expect(Object.keys((await readJson(response)).services).sort()).toEqual([...DOMAIN_SERVICES].sort());
+      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+    } finally {
+      child.kill('SIGKILL');
+      await held.release();
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  }, 180_000);
 
   if (REAL.databaseUrl) {
     const baseUrl = REAL.databaseUrl;

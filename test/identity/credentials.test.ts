@@ -1,14 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { buildApp as buildCredentials } from '@app/credentials';
 import { credentialEventSchema, INTERNAL_ROUTES } from '@app/contracts';
-import { testModes } from '@app/testing';
+import { credentialsService } from '@app/credentials';
+import { buildServiceApp } from '@app/platform';
+import { freePort, testModes } from '@app/testing';
 import { startHarness, type Harness } from './harness.js';
 
 const PASSWORD = 'correct horse battery staple';
 const NEW_PASSWORD = 'Tr0ub4dor&3-but-longer';
 
-describe.each(testModes())('credentials service through the gateway (%s)', (mode) => {
+describe.each(testModes())('credentials service through the platform\'s edge (%s)', (mode) => {
   let h: Harness;
   let admin: string;
   let system: string;
@@ -23,8 +24,9 @@ describe.each(testModes())('credentials service through the gateway (%s)', (mode
   };
   const create = (body: Record<string, unknown>, token = admin, headers: Record<string, string> = {}) =>
     h.call('POST', '/api/v1/credentials', { token, body, headers });
+  /** Internal routes are served by credentials running alone (split mode), not in the all-in-one. */
   const internal = (path: string, body: unknown, token = system) =>
-    h.call('POST', path, { body, token, base: h.platform.services.credentials!.url });
+    h.call('POST', path, { body, token, base: h.standalone.credentials });
 
   beforeAll(async () => {
     h = await startHarness(mode);
@@ -208,12 +210,16 @@ describe.each(testModes())('credentials service through the gateway (%s)', (mode
       }
     });
 
-    it('refuses admins and users (403) and anonymous callers (401), and is not routed by the gateway', async () => {
+    it('refuses admins and users (403) and anonymous callers (401), and is not served at the edge', async () => {
       const body = { email: 'ada@example.com', password: NEW_PASSWORD };
       expect((await internal(INTERNAL_ROUTES.verifyPassword, body, admin)).status).toBe(403);
       expect((await internal(INTERNAL_ROUTES.verifyApiKey, { apiKey: 'ak_x' }, ada.token)).status).toBe(403);
-      expect((await h.call('POST', INTERNAL_ROUTES.verifyPassword, { body, base: h.platform.services.credentials!.url })).status).toBe(401);
-      expect((await h.call('POST', INTERNAL_ROUTES.verifyPassword, { body, token: system })).status).toBe(404);
+      expect((await h.call('POST', INTERNAL_ROUTES.verifyPassword, { body, base: h.standalone.credentials })).status).toBe(401);
+      // The all-in-one answers /internal like the gateway in split mode: a token first, then no such route.
+      for (const path of [INTERNAL_ROUTES.verifyPassword, INTERNAL_ROUTES.verifyApiKey]) {
+        expect((await h.call('POST', path, { body })).status).toBe(401);
+        expect((await h.call('POST', path, { body, token: system })).status).toBe(404);
+      }
     });
 
     it('resolves an API key to its identity and roles, records lastUsedAt, and rejects a tampered or unknown key', async () => {
@@ -236,10 +242,10 @@ describe.each(testModes())('credentials service through the gateway (%s)', (mode
         (await h.deps.database.query<{ secret_hash: string }>(`select secret_hash from "credentials"."credential" where identity_id = $1 and provider = 'LOCAL'`, [ada.id]))[0]!.secret_hash;
       expect(await hashOf()).toContain('m=19456,p=1,t=2$');
       // A second replica of the service, configured with higher costs, on the same database.
-      const stronger = await buildCredentials({
+      const stronger = await buildServiceApp(credentialsService, {
         ...h.deps,
         logger: h.platform.dependencies.logger,
-        config: { ...h.deps.config, ARGON2_TIME_COST: 3, IDENTITY_URL: h.platform.services.identity!.url },
+        config: { ...h.deps.config, ARGON2_TIME_COST: 3, IDENTITY_URL: h.standalone.identity },
       });
       try {
         const wrong = await stronger.inject({ method: 'POST', url: INTERNAL_ROUTES.verifyPassword, headers: { authorization: `Bearer ${system}` }, payload: { identityId: ada.id, password: 'wrong password' } });
@@ -252,6 +258,40 @@ describe.each(testModes())('credentials service through the gateway (%s)', (mode
         expect((await internal(INTERNAL_ROUTES.verifyPassword, { identityId: ada.id, password: NEW_PASSWORD })).body.valid).toBe(true);
       } finally {
         await stronger.close();
+      }
+    });
+  });
+
+  describe('in split mode', () => {
+    const createAlone = (body: Record<string, unknown>, token: string) => h.call('POST', '/api/v1/credentials', { token, body, base: h.standalone.credentials });
+
+    it('asks identity over HTTP with the caller\'s own token whether the identity exists', async () => {
+      // No sso in this process, so no system token: only the forwarded bearer can have been used.
+      const created = await createAlone({ identity_id: bob.id, provider: 'GOOGLE', subject: 'split-mode-subject' }, admin);
+      expect(created.status).toBe(201);
+      expect(created.body[0]).toMatchObject({ identity_id: bob.id, provider: 'GOOGLE', subject: 'split-mode-subject' });
+      const unknown = await createAlone({ identity_id: randomUUID(), provider: 'GOOGLE', subject: 'split-mode-other' }, system);
+      expect([unknown.status, unknown.body.code]).toEqual([422, 'CREDENTIALS_IDENTITY_NOT_FOUND']);
+    });
+
+    it('answers 503 with Retry-After when identity cannot be asked, creating nothing', async () => {
+      const orphan = await buildServiceApp(credentialsService, {
+        ...h.deps,
+        logger: h.platform.dependencies.logger,
+        config: { ...h.deps.config, IDENTITY_URL: `http://127.0.0.1:${await freePort()}` },
+      });
+      try {
+        const reply = await orphan.inject({
+          method: 'POST',
+          url: '/api/v1/credentials',
+          headers: { authorization: `Bearer ${admin}` },
+          payload: { identity_id: ada.id, provider: 'GITHUB', subject: 'never-created' },
+        });
+        h.bodies.push(reply.body);
+        expect([reply.statusCode, reply.json().code, reply.headers['retry-after']]).toEqual([503, 'CREDENTIALS_IDENTITY_UNAVAILABLE', '1']);
+        expect((await h.call('GET', '/api/v1/credentials?provider=GITHUB', { token: admin })).body.map((c: { subject: string }) => c.subject)).not.toContain('never-created');
+      } finally {
+        await orphan.close();
       }
     });
   });

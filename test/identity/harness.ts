@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { startPlatform, type Platform } from '@app/all-in-one';
-import { createLogger, type BusMessage } from '@app/platform';
+import { credentialsService } from '@app/credentials';
+import { identityService } from '@app/identity';
+import { buildServiceApp, createLogger, listenApp, type BusMessage, type RunningApp } from '@app/platform';
 import { openTestDependencies, startTokenIssuer, type TestMode, type TokenIssuer } from '@app/testing';
 
 export interface Reply {
@@ -11,17 +13,21 @@ export interface Reply {
 }
 
 /**
- * The identity and credentials services behind the real gateway (all-in-one, ports 0), with
- * every response body, log line and event kept so a suite can prove no secret leaked.
+ * The identity and credentials services in the all-in-one (one instance on port 0, its own
+ * edge), and each also alone as in split mode (where their internal routes are served, and
+ * credentials asks identity over HTTP), all on one database. Every response body, log line
+ * and event is kept so a suite can prove no secret leaked.
  */
 export interface Harness {
   platform: Platform;
+  /** Base URLs of identity and credentials running alone, as split mode runs them. */
+  standalone: { identity: string; credentials: string };
   issuer: TokenIssuer;
   deps: Awaited<ReturnType<typeof openTestDependencies>>;
   logs: string[];
   bodies: string[];
   events: BusMessage[];
-  /** A request through the gateway (or to `base`, e.g. a service's own URL for internal routes). */
+  /** A request to the all-in-one (or to `base`, e.g. a standalone service for internal routes). */
   call(method: string, path: string, options?: { token?: string; body?: unknown; headers?: Record<string, string>; base?: string }): Promise<Reply>;
   /** Waits for an event matching `match` (events arrive asynchronously, through the outbox). */
   event(match: (message: BusMessage) => boolean, timeoutMs?: number): Promise<BusMessage>;
@@ -34,10 +40,19 @@ export async function startHarness(mode: TestMode): Promise<Harness> {
   const logs: string[] = [];
   // Debug level: the scan for leaked secrets should see everything the services would say.
   const logger = createLogger({ LOG_LEVEL: 'debug' }, { write: (line: string) => void logs.push(line) });
-  const platform = await startPlatform(deps.config, logger, {
-    dependencies: { ...deps, logger },
-    ports: { gateway: 0, identity: 0, credentials: 0, health: 0 },
-  });
+  const shared = { ...deps, logger };
+  const platform = await startPlatform(deps.config, logger, { dependencies: shared, port: 0 });
+  // Split mode beside it, like more replicas on the same database: credentials reaches identity over HTTP.
+  const listen = { host: '127.0.0.1', port: 0 };
+  const running: RunningApp[] = [];
+  const identity = await listenApp('identity', await buildServiceApp(identityService, shared), listen);
+  running.push(identity);
+  const credentials = await listenApp(
+    'credentials',
+    await buildServiceApp(credentialsService, { ...shared, config: { ...deps.config, IDENTITY_URL: identity.url } }),
+    listen,
+  );
+  running.push(credentials);
   const events: BusMessage[] = [];
   const subscriptions = await Promise.all(
     ['identity.>', 'credential.>'].map((pattern) =>
@@ -47,6 +62,7 @@ export async function startHarness(mode: TestMode): Promise<Harness> {
   const bodies: string[] = [];
   return {
     platform,
+    standalone: { identity: identity.url, credentials: credentials.url },
     issuer,
     deps,
     logs,
@@ -76,6 +92,7 @@ export async function startHarness(mode: TestMode): Promise<Harness> {
     },
     close: async () => {
       await Promise.all(subscriptions.map((subscription) => subscription.unsubscribe()));
+      for (const app of running.reverse()) await app.close();
       await platform.close();
       await deps.dispose();
       await issuer.close();

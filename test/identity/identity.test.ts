@@ -4,7 +4,7 @@ import { identityEventSchema, INTERNAL_ROUTES } from '@app/contracts';
 import { testModes } from '@app/testing';
 import { startHarness, type Harness } from './harness.js';
 
-describe.each(testModes())('identity service through the gateway (%s)', (mode) => {
+describe.each(testModes())('identity service through the platform\'s edge (%s)', (mode) => {
   let h: Harness;
   let admin: string;
   let system: string;
@@ -163,9 +163,10 @@ describe.each(testModes())('identity service through the gateway (%s)', (mode) =
     });
   });
 
+  // Served by identity running alone (split mode) only: in the all-in-one its peers call it in process.
   describe('internal lookup', () => {
     const lookup = (body: unknown, token?: string) =>
-      h.call('POST', INTERNAL_ROUTES.identityLookup, { body, token, base: h.platform.services.identity!.url });
+      h.call('POST', INTERNAL_ROUTES.identityLookup, { body, token, base: h.standalone.identity });
 
     it('finds an identity by email (any case) or id for a system token', async () => {
       const byEmail = await lookup({ email: 'ADA@example.com' }, system);
@@ -175,10 +176,12 @@ describe.each(testModes())('identity service through the gateway (%s)', (mode) =
       expect((await lookup({ email: 'nobody@example.com' }, system)).status).toBe(404);
     });
 
-    it('refuses admins and users (403), anonymous callers (401), and is not routed by the gateway', async () => {
+    it('refuses admins and users (403), anonymous callers (401), and is not served at the edge', async () => {
       expect((await lookup({ id: ada.id }, admin)).status).toBe(403);
       expect((await lookup({ id: ada.id }, ada.token)).status).toBe(403);
       expect((await lookup({ id: ada.id })).status).toBe(401);
+      // The all-in-one answers /internal like the gateway in split mode: a token first, then no such route.
+      expect((await h.call('POST', INTERNAL_ROUTES.identityLookup, { body: { id: ada.id } })).status).toBe(401);
       expect((await h.call('POST', INTERNAL_ROUTES.identityLookup, { body: { id: ada.id }, token: system })).status).toBe(404);
     });
   });

@@ -11,7 +11,7 @@ describe('the all-in-one development admin (embedded)', () => {
   // The generated password goes to the console, once; record what is printed (still printed).
   const printed = jest.spyOn(console, 'log');
   const start = () =>
-    startPlatform(deps.config, deps.logger, { dependencies: deps, ports: { gateway: 0, identity: 0, credentials: 0, sso: 0, health: 0 } });
+    startPlatform(deps.config, deps.logger, { dependencies: deps, port: 0 });
 
   beforeAll(async () => {
     deps = await openTestDependencies('embedded', { PLATFORM_SERVICES: 'identity,credentials,sso' });

@@ -1,11 +1,24 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { startPlatform, type Platform } from '@app/all-in-one';
-import type { Env } from '@app/platform';
+import { startPlatform } from '@app/all-in-one';
+import { credentialsService } from '@app/credentials';
+import { buildGateway } from '@app/gateway';
+import { identityService } from '@app/identity';
+import { buildServiceApp, listenApp, type App, type Env, type PlatformConfig, type RunningApp } from '@app/platform';
+import { configuredKeyService, createSsoService } from '@app/sso';
 import { freePort, openTestDependencies, type TestMode } from '@app/testing';
 
 export const ADMIN_EMAIL = 'admin@example.com';
 export const ADMIN_PASSWORD = 'the bootstrap admin password';
+
+/**
+ * How the platform runs: `all-in-one`, every service in one Fastify instance whose verifiers
+ * read sso's key table in process; `split`, the gateway and each service an app of its own
+ * on its own port (as in split mode, in this one test process), calling each other over HTTP
+ * and fetching sso's JWKS.
+ */
+export type Topology = 'all-in-one' | 'split';
+export const TOPOLOGIES: Topology[] = ['all-in-one', 'split'];
 
 /** An HTTP server that records the path of every request it gets and answers with `answer`. */
 export async function startCountingServer(answer: () => Promise<{ status: number; body: string }>) {
@@ -33,11 +46,14 @@ export interface TokenReply {
 }
 
 export interface SsoPlatform {
-  platform: Platform;
+  topology: Topology;
   deps: Awaited<ReturnType<typeof openTestDependencies>>;
+  /** The edge: the gateway in split mode, the one instance in the all-in-one. */
   gateway: string;
-  /** A service's own URL, to reach it directly (not through the gateway). */
+  /** A service's own URL, to reach it directly (not through the gateway); split mode only. */
   direct(service: 'sso' | 'identity' | 'credentials'): string;
+  /** A key service on sso's table, as the rotate-keys command builds it (not the running sso's own). */
+  keys(): ReturnType<typeof configuredKeyService>;
   /** Every JWKS fetch of every verifier (gateway, identity, credentials) goes through this relay. */
   jwksFetches: string[];
   /** POSTs a form to the token endpoint through the gateway. */
@@ -49,11 +65,44 @@ export interface SsoPlatform {
   close(): Promise<void>;
 }
 
+type TestDependencies = Awaited<ReturnType<typeof openTestDependencies>>;
+
+/** identity, credentials and sso each as their own app, and the gateway in front: split mode in one process. */
+async function startSplit(deps: TestDependencies, ssoPort: number): Promise<{ edge: RunningApp; services: Record<'sso' | 'identity' | 'credentials', RunningApp>; close(): Promise<void> }> {
+  const started: RunningApp[] = [];
+  const close = async () => {
+    for (const running of started.reverse()) await running.close().catch(() => undefined);
+  };
+  const listen = async (name: string, app: App, port = 0) => {
+    try {
+      const running = await listenApp(name, app, { host: '127.0.0.1', port });
+      started.push(running);
+      return running;
+    } catch (error) {
+      await app.close();
+      throw error;
+    }
+  };
+  const configured = (urls: Partial<PlatformConfig>) => ({ ...deps, config: { ...deps.config, ...urls } });
+  try {
+    const identity = await listen('identity', await buildServiceApp(identityService, deps));
+    const credentials = await listen('credentials', await buildServiceApp(credentialsService, configured({ IDENTITY_URL: identity.url })));
+    const peers = { IDENTITY_URL: identity.url, CREDENTIALS_URL: credentials.url };
+    const sso = await listen('sso', await buildServiceApp(createSsoService(), configured(peers)), ssoPort);
+    const edge = await listen('gateway', await buildGateway({ ...deps.config, ...peers, SSO_URL: sso.url }, deps.logger));
+    return { edge, services: { identity, credentials, sso }, close };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
+
 /**
- * The all-in-one platform with the real identity, credentials and sso behind the gateway;
- * the bootstrap admin configured; every verifier pointed at sso's JWKS through a counting relay.
+ * The platform in `topology` with the real identity, credentials and sso behind the gateway;
+ * the bootstrap admin configured; every verifier that fetches sso's JWKS pointed at it
+ * through a counting relay.
  */
-export async function startSsoPlatform(mode: TestMode, env: Env = {}): Promise<SsoPlatform> {
+export async function startSsoPlatform(mode: TestMode, topology: Topology, env: Env = {}): Promise<SsoPlatform> {
   const ssoPort = await freePort();
   const relay = await startCountingServer(async () => {
     const response = await fetch(`http://127.0.0.1:${ssoPort}/api/v1/sso/jwks`);
@@ -66,11 +115,28 @@ export async function startSsoPlatform(mode: TestMode, env: Env = {}): Promise<S
     PLATFORM_SERVICES: 'identity,credentials,sso',
     ...env,
   });
-  const platform = await startPlatform(deps.config, deps.logger, {
-    dependencies: deps,
-    ports: { gateway: 0, identity: 0, credentials: 0, sso: ssoPort, crud: 0, health: 0 },
-  });
-  const gateway = platform.url;
+  let running: { url: string; direct(service: 'sso' | 'identity' | 'credentials'): string; close(): Promise<void> };
+  try {
+    if (topology === 'all-in-one') {
+      // One port: sso's included, so the relay reaches its JWKS should any verifier ever fetch it.
+      const platform = await startPlatform(deps.config, deps.logger, { dependencies: deps, port: ssoPort });
+      running = {
+        url: platform.url,
+        direct: () => {
+          throw new Error('the all-in-one has one port: no service is reached directly');
+        },
+        close: () => platform.close(),
+      };
+    } else {
+      const split = await startSplit(deps, ssoPort);
+      running = { url: split.edge.url, direct: (service) => split.services[service].url, close: split.close };
+    }
+  } catch (error) {
+    await relay.close();
+    await deps.dispose();
+    throw error;
+  }
+  const gateway = running.url;
   const token: SsoPlatform['token'] = async (params, headers = {}) => {
     const response = await fetch(`${gateway}/api/v1/sso/token`, {
       method: 'POST',
@@ -80,10 +146,11 @@ export async function startSsoPlatform(mode: TestMode, env: Env = {}): Promise<S
     return { status: response.status, headers: response.headers, body: (await response.json()) as Record<string, unknown> };
   };
   return {
-    platform,
+    topology,
     deps,
     gateway,
-    direct: (service) => platform.services[service]!.url,
+    direct: running.direct,
+    keys: () => configuredKeyService(deps.config, deps.database, deps.logger),
     jwksFetches: relay.paths,
     token,
     call: async (method, path, bearer, body) => {
@@ -105,7 +172,7 @@ export async function startSsoPlatform(mode: TestMode, env: Env = {}): Promise<S
       throw new Error('the bootstrap admin never became able to sign in');
     },
     close: async () => {
-      await platform.close();
+      await running.close();
       await relay.close();
       await deps.dispose();
     },

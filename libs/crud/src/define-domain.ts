@@ -1,8 +1,6 @@
 import { booleanParam, listHeadersSchema, listQuerySchema, type PagingQuery } from '@app/platform';
 import { z } from 'zod';
-import type { FastifyPluginAsync } from 'fastify';
 import { describeColumn, filterSchema, type Column } from './columns.js';
-import { createDomainPlugin, type CrudPluginOptions } from './routes.js';
 
 /** What a domain is declared with: one call per domain, in one definition file. */
 export interface DomainSpec<C extends Record<string, z.ZodType>> {
@@ -66,14 +64,12 @@ export interface Domain {
   unique: readonly string[];
   indexes: readonly string[];
   schemas: DomainSchemas;
-  /** Serves the six routes under `prefix`: register it with the owning service's adapters. */
-  plugin: FastifyPluginAsync<CrudPluginOptions>;
 }
 
 const capitalize = (name: string) => name.charAt(0).toUpperCase() + name.slice(1);
 
 /**
- * Declares a generic CRUD domain. Register `crudRoutes(domain, ...)` to serve it; the table,
+ * Declares a generic CRUD domain: pure data, derived once. `createDomainPlugin(domain)` serves it; the table,
  * Prisma model and migration are written beside the definition (see the README).
  */
 export function defineDomain<const C extends Record<string, z.ZodType>>(spec: DomainSpec<C>): Domain {
@@ -102,9 +98,7 @@ export function defineDomain<const C extends Record<string, z.ZodType>>(spec: Do
     unique: [...(spec.unique ?? [])],
     indexes: [...(spec.indexes ?? [])],
     schemas: buildSchemas(spec.name, tag, columns, fields),
-    plugin: async () => undefined,
   };
-  domain.plugin = createDomainPlugin(domain);
   return domain;
 }
 
@@ -133,7 +127,7 @@ function buildSchemas(name: string, tag: string, columns: Column[], fields: [str
     activated: booleanParam.optional(),
     createdAt: timestamp.optional(),
     updatedAt: timestamp.optional(),
-  }) as unknown as z.ZodType<ListQuery>;
+  });
 
   const acceptLanguage = { 'accept-language': z.string().optional().describe('Language of error messages: en, pt-BR, es, fr or de') };
   const headers = z.looseObject(acceptLanguage);

@@ -8,6 +8,7 @@ import {
   type Logger,
 } from '@app/platform';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Domain, ListQuery } from './define-domain.js';
 import { createRecordCache } from './record-cache.js';
@@ -28,7 +29,7 @@ export interface CrudPluginOptions {
   onCommitted?: () => void;
   /**
    * Fastify's own register option: when given, the routes live under it instead of the
-   * domain's prefix (`app.register(product.plugin, { prefix: '/v2/goods', ... })`).
+   * domain's prefix (`app.register(createDomainPlugin(product), { prefix: '/v2/goods', ... })`).
    */
   prefix?: string;
 }
@@ -137,7 +138,7 @@ function registerRoutes(app: App, domain: Domain, service: DomainService): void 
 /** Builds the Fastify plugin serving a domain: repository, cache and service wired from the options. */
 export function createDomainPlugin(domain: Domain): FastifyPluginAsync<CrudPluginOptions> {
   return async (fastify, options) => {
-    const app = fastify as unknown as App;
+    const app: App = fastify.withTypeProvider<ZodTypeProvider>();
     const service = createDomainService(domain, {
       repository: createDomainRepository(domain, options.prisma, { schema: options.schema }),
       cache: createRecordCache({ cache: options.cache, domain: domain.name, ttlSeconds: options.cacheTtlSeconds, logger: options.logger }),
@@ -147,6 +148,6 @@ export function createDomainPlugin(domain: Domain): FastifyPluginAsync<CrudPlugi
       registerRoutes(app, domain, service);
       return;
     }
-    await app.register(async (scoped) => registerRoutes(scoped as unknown as App, domain, service), { prefix: domain.prefix });
+    await app.register(async (scoped) => registerRoutes(scoped, domain, service), { prefix: domain.prefix });
   };
 }

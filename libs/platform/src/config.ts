@@ -42,7 +42,7 @@ export { DOMAIN_SERVICES, type ServiceName };
 const configShape = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  /** Interface a standalone service binds; all-in-one binds its internal services to loopback. */
+  /** Interface the process binds. */
   HOST: z.string().min(1).default('0.0.0.0'),
   PORT: port.optional(),
 

@@ -117,7 +117,7 @@ export function loadConfigOrExit(only?: readonly ConfigKey[]): PlatformConfig {
  * pending migrations and exits, as a Kubernetes Job does before a rollout.
  */
 export async function runMigrations(service: Service): Promise<void> {
-  const config = loadConfigOrExit(service.config);
+  const config = loadConfigOrExit(service.config ?? []);
   const logger = createLogger(config);
   if (!config.DATABASE_URL) {
     logger.fatal('DATABASE_URL is not set: standalone migrations need the real database');
@@ -169,7 +169,7 @@ export async function serve(
 
 /** The standalone entry of one service: what `node services/<name>/dist/main.js` runs. */
 export async function runService(service: Service): Promise<void> {
-  const config = loadConfigOrExit(service.config);
+  const config = loadConfigOrExit(service.config ?? []);
   const logger = createLogger(config);
   const deps = await openDependencies(config, logger, { name: service.name });
   await serve(service.name, config, logger, () => buildServiceApp(service, deps), {

@@ -25,9 +25,12 @@ let baseUrl: string;
 
 beforeAll(async () => {
   app = await createApp({ name: 'test', version: '1.0.0', logger: createLogger({ LOG_LEVEL: 'info' }, capture), bodyLimit: 1024 });
+  // Public: these tests are about errors and parsing; route-auth.test.ts covers who may call.
+  const config = { auth: 'public' } as const;
   app.post(
     '/things',
     {
+      config,
       schema: {
         body: z.strictObject({ name: z.string().min(3), count: z.number().int().refine((n) => n % 2 === 0, issueKey('test.evenOnly')) }),
         response: { 201: z.object({ name: z.string() }), 400: problemSchema },
@@ -35,10 +38,10 @@ beforeAll(async () => {
     },
     async (request, reply) => reply.code(201).send({ name: request.body.name }),
   );
-  app.get('/things/:id', { schema: { params: z.object({ id: z.uuid() }) } }, async () => {
+  app.get('/things/:id', { config, schema: { params: z.object({ id: z.uuid() }) } }, async () => {
     throw new AppError('TEST_SLUG_TAKEN', 422, 'test.slugTaken', { slug: 'hello' });
   });
-  app.get('/boom', async () => {
+  app.get('/boom', { config }, async () => {
     throw new Error('select * from secrets where password = hunter2');
   });
   await app.listen({ host: '127.0.0.1', port: 0 });

@@ -39,8 +39,8 @@ let app: App;
 beforeAll(async () => {
   const silent = new Writable({ write: (_chunk, _encoding, callback) => callback() });
   app = await createApp({ name: 'list-test', version: '1.0.0', logger: createLogger({ LOG_LEVEL: 'info' }, silent), bodyLimit: 1024 });
-  app.get('/parsed', { schema: { querystring: querySchema } }, async (request) => pageOf(request.query));
-  app.get('/items', { schema: { querystring: querySchema, headers: listHeadersSchema } }, async (request, reply) => {
+  app.get('/parsed', { config: { auth: 'public' }, schema: { querystring: querySchema } }, async (request) => pageOf(request.query));
+  app.get('/items', { config: { auth: 'public' }, schema: { querystring: querySchema, headers: listHeadersSchema } }, async (request, reply) => {
     const { page, filters } = pageOf(request.query);
     const sign = page.sort.direction === 'asc' ? 1 : -1;
     const field = page.sort.field as 'createdAt' | 'name';

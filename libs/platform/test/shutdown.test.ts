@@ -6,7 +6,7 @@ describe('graceful shutdown', () => {
     const app = await createApp({ name: 'drain', version: '1', logger: createLogger({ LOG_LEVEL: 'silent' }), bodyLimit: 1024 });
     let release!: () => void;
     const started = new Promise<void>((resolve) => {
-      app.get('/slow', async () => {
+      app.get('/slow', { config: { auth: 'public' } }, async () => {
         resolve();
         await new Promise<void>((done) => (release = done));
         return { finished: true };

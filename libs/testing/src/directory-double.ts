@@ -1,7 +1,13 @@
 import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { INTERNAL_ROUTES, type InternalIdentity } from '@app/contracts';
+import {
+  identityLookupRequestSchema,
+  INTERNAL_ROUTES,
+  verifyApiKeyRequestSchema,
+  verifyPasswordRequestSchema,
+  type InternalIdentity,
+} from '@app/contracts';
 import { createTokenVerifier } from '@app/platform';
 
 /**
@@ -19,6 +25,8 @@ export interface DirectoryDouble {
   passwordOf(identityId: string): string | undefined;
   /** Calls answered, by path. */
   calls: Record<string, number>;
+  /** Every authorized call, in order, with the JSON body it sent: what a caller asked, and how. */
+  requests: { path: string; body: Record<string, unknown> }[];
   close(): Promise<void>;
 }
 
@@ -34,6 +42,13 @@ export async function startDirectoryDouble(options: { jwksUrl: string; issuer: s
   const passwords = new Map<string, string>();
   const apiKeys = new Map<string, { credentialId: string; identityId: string }>();
   const calls: Record<string, number> = {};
+  const requests: DirectoryDouble['requests'] = [];
+  // The internal routes' request shapes, as the real services validate them: a caller off contract gets 400.
+  const contracts: Record<string, { safeParse(body: unknown): { success: boolean } }> = {
+    [INTERNAL_ROUTES.verifyPassword]: verifyPasswordRequestSchema,
+    [INTERNAL_ROUTES.verifyApiKey]: verifyApiKeyRequestSchema,
+    [INTERNAL_ROUTES.identityLookup]: identityLookupRequestSchema,
+  };
   const byEmail = (email: string) => [...identities.values()].find((identity) => identity.email.toLowerCase() === email.toLowerCase());
 
   const send = (res: ServerResponse, status: number, body?: unknown) => {
@@ -87,7 +102,10 @@ export async function startDirectoryDouble(options: { jwksUrl: string; issuer: s
       try {
         const principal = await verifier.verify(token ?? '');
         if (!principal.roles.includes('system')) return send(res, 403);
-        const [status, body] = handler(await readBody(req));
+        const request = await readBody(req);
+        requests.push({ path: req.url!, body: request });
+        if (contracts[req.url!]?.safeParse(request).success === false) return send(res, 400);
+        const [status, body] = handler(request);
         send(res, status, body);
       } catch {
         send(res, 401);
@@ -118,6 +136,7 @@ export async function startDirectoryDouble(options: { jwksUrl: string; issuer: s
     identityByEmail: byEmail,
     passwordOf: (identityId) => passwords.get(identityId),
     calls,
+    requests,
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
 }

@@ -1,6 +1,7 @@
 /* eslint-disable no-restricted-properties -- tests pick their mode from the environment */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { connect, createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
@@ -104,6 +105,56 @@ export async function freePort(): Promise<number> {
   const { port } = server.address() as AddressInfo;
   await new Promise((resolve) => server.close(resolve));
   return port;
+}
+
+/**
+ * Keeps the given TCP ports taken for as long as a test needs them, on every IPv4 interface,
+ * so nothing can bind them. A port someone else already holds counts as taken: it stays so.
+ */
+export async function occupyPorts(ports: readonly number[]): Promise<{ release(): Promise<void> }> {
+  const servers: NetServer[] = [];
+  for (const port of ports) {
+    const server = createNetServer();
+    const taken = await new Promise<boolean>((resolve) => {
+      server.once('error', () => resolve(false));
+      server.listen(port, '0.0.0.0', () => resolve(true));
+    });
+    if (taken) servers.push(server);
+  }
+  return { release: async () => void (await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))))) };
+}
+
+/** How many listening TCP servers this process holds now (Node's own count of its handles). */
+export function listeningServerCount(): number {
+  return process.getActiveResourcesInfo().filter((resource) => resource === 'TCPServerWrap').length;
+}
+
+/**
+ * The TCP ports another process listens on, read from Linux's /proc: its socket descriptors
+ * matched against the kernel's socket tables. Needs no tool (ss, lsof) in the image.
+ */
+export function listeningPorts(pid: number): number[] {
+  if (!existsSync(`/proc/${pid}/net/tcp`)) throw new Error('listeningPorts reads /proc: it needs Linux');
+  const inodes = new Set<string>();
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      const match = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+      if (match) inodes.add(match[1]!);
+    } catch {
+      // closed between the listing and the read
+    }
+  }
+  const ports = new Set<number>();
+  for (const table of ['tcp', 'tcp6']) {
+    const path = `/proc/${pid}/net/${table}`;
+    if (!existsSync(path)) continue;
+    // Columns: sl local_address rem_address st ... inode (10th); state 0A is LISTEN.
+    for (const line of readFileSync(path, 'utf8').split('\n').slice(1)) {
+      const columns = line.trim().split(/\s+/);
+      if (columns[3] === '0A' && inodes.has(columns[9] ?? '')) ports.add(parseInt(columns[1]!.split(':')[1]!, 16));
+    }
+  }
+  return [...ports].sort((a, b) => a - b);
 }
 
 /** A redis-server of the test's own on a free port, which the test may stop and start again. */

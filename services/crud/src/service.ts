@@ -1,4 +1,5 @@
 import { fileURLToPath } from 'node:url';
+import { createDomainPlugin } from '@app/crud';
 import { defineService } from '@app/platform';
 import { DOMAINS } from './domains/index.js';
 import { createCrudPrisma, CRUD_SCHEMA } from './repository.js';
@@ -15,7 +16,7 @@ export const crudService = defineService({
     const prisma = createCrudPrisma(database);
     app.addHook('onClose', () => prisma.$disconnect());
     for (const domain of DOMAINS) {
-      await app.register(domain.plugin, {
+      await app.register(createDomainPlugin(domain), {
         prisma,
         schema: CRUD_SCHEMA,
         cache,

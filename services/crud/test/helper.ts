@@ -1,14 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { buildApp as buildGateway, routingTable } from '@app/gateway';
-import {
-  listenApp,
-  migrate,
-  type App,
-  type Cache,
-  type Dependencies,
-  type Env,
-  type RunningService,
-} from '@app/platform';
+import { buildGateway } from '@app/gateway';
+import { buildServiceApp, listenApp, type App, type Cache, type Dependencies, type Env, type RunningApp } from '@app/platform';
 import { openTestDependencies, startTokenIssuer, type TestMode, type TokenIssuer } from '@app/testing';
 import { crudService } from '../src/index.js';
 
@@ -56,10 +48,10 @@ export async function startCrud(
   const issuer = await startTokenIssuer();
   const opened = await openTestDependencies(mode, { JWKS_URL: issuer.jwksUrl, ...options.env });
   const deps: Dependencies = options.cache ? { ...opened, cache: options.cache } : opened;
-  await migrate(deps.database, { schema: 'crud', directory: crudService.migrations!, logger: deps.logger });
-  const app = await crudService.build(deps);
+  // It applies its own migrations, as it does when it runs alone.
+  const app = await buildServiceApp(crudService, deps);
   const token = await issuer.mint(randomUUID());
-  const running: RunningService[] = [];
+  const running: RunningApp[] = [];
 
   let send: CrudHarness['send'];
   if (transport === 'inject') {
@@ -77,10 +69,7 @@ export async function startCrud(
     const crud = await listenApp('crud', app, { host: '127.0.0.1', port: 0 });
     running.push(crud);
     const config = { ...deps.config, CRUD_URL: crud.url, PLATFORM_SERVICES: ['crud' as const] };
-    const gateway = await listenApp('gateway', await buildGateway({ config, logger: deps.logger }, { routes: routingTable(config) }), {
-      host: '127.0.0.1',
-      port: 0,
-    });
+    const gateway = await listenApp('gateway', await buildGateway(config, deps.logger), { host: '127.0.0.1', port: 0 });
     running.unshift(gateway);
     send = async (request) => {
       const response = await fetch(new URL(request.url, gateway.url), {

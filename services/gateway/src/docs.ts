@@ -33,17 +33,22 @@ export function mergeDocuments(base: OpenApiDocument, parts: { service: string; 
       continue;
     }
     Object.assign(merged.paths!, document.paths);
-    // Tags used by operations but not declared still get an entry, so the UI groups by them.
-    const used = Object.values(document.paths ?? {}).flatMap((item) =>
-      Object.values(item as Record<string, { tags?: string[] }>).flatMap((operation) => operation?.tags ?? []),
-    );
-    for (const tag of [...(document.tags ?? []), ...used.map((name) => ({ name }))]) {
+    for (const tag of document.tags ?? []) {
       if (!merged.tags!.some((known) => known.name === tag.name)) merged.tags!.push(tag);
     }
     for (const [kind, entries] of Object.entries(document.components ?? {})) {
       merged.components![kind] = { ...entries, ...merged.components![kind] };
     }
   }
+  // Tags used by operations but not declared still get an entry, so the UI groups by them;
+  // sorted, so the document is the same whichever order its parts came in (either mode).
+  const used = Object.values(merged.paths ?? {}).flatMap((item) =>
+    Object.values(item as Record<string, { tags?: string[] }>).flatMap((operation) => operation?.tags ?? []),
+  );
+  for (const name of used) {
+    if (!merged.tags!.some((known) => known.name === name)) merged.tags!.push({ name });
+  }
+  merged.tags!.sort((a, b) => a.name.localeCompare(b.name));
   if (unavailable.length > 0) merged['x-unavailable-services'] = unavailable;
   return merged;
 }

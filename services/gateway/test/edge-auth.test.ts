@@ -1,7 +1,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { buildApp, isPublic } from '@app/gateway';
+import { isPublicRequest } from '@app/contracts';
+import { buildGateway } from '@app/gateway';
 import type { App } from '@app/platform';
 import { silentLogger, startTokenIssuer, testConfig, type TokenIssuer } from '@app/testing';
 
@@ -21,17 +22,16 @@ describe('edge authentication', () => {
     });
     await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
     const upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
-    const config = testConfig({ PLATFORM_SERVICES: 'health', JWKS_URL: issuer.jwksUrl });
-    gateway = await buildApp(
-      { config, logger: silentLogger() },
-      {
-        routes: ['/api/v1/health', '/api/v1/identity', '/api/v1/sso', '/.well-known/openid-configuration', '/api/v1/products'].map((prefix) => ({
-          service: 'crud' as const,
-          prefix,
-          url: upstreamUrl,
-        })),
-      },
-    );
+    // Every service the routing table knows answers from the one recording upstream.
+    const config = testConfig({
+      PLATFORM_SERVICES: 'identity,sso,crud',
+      HEALTH_URL: upstreamUrl,
+      IDENTITY_URL: upstreamUrl,
+      SSO_URL: upstreamUrl,
+      CRUD_URL: upstreamUrl,
+      JWKS_URL: issuer.jwksUrl,
+    });
+    gateway = await buildGateway(config, silentLogger());
     url = await gateway.listen({ host: '127.0.0.1', port: 0 });
   });
   afterAll(async () => {
@@ -78,6 +78,16 @@ describe('edge authentication', () => {
     expect(reached).toContain(`${method} ${path}`);
   });
 
+  it('answers a path no route matches with 401 without a token, so the edge does not reveal what exists', async () => {
+    for (const path of ['/nowhere', '/internal/v1/identities/lookup']) {
+      const response = await fetch(`${url}${path}`, { method: 'POST' });
+      expect(response.status).toBe(401);
+      expect(response.headers.get('www-authenticate')).toBe('Bearer error="invalid_token"');
+    }
+    const token = await issuer.mint('6b1e1d1e-0000-4000-8000-000000000001', []);
+    expect((await fetch(`${url}/nowhere`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(404);
+  });
+
   it('serves its own probes and docs without a token', async () => {
     expect((await fetch(`${url}/health/liveness`)).status).toBe(200);
     expect((await fetch(`${url}/docs`)).status).toBe(200);
@@ -94,6 +104,6 @@ describe('edge authentication', () => {
     ['GET', '/api/v1/products/ping/x'],
     ['GET', '/internal/v1/identities/lookup'],
   ])('keeps %s %s restricted', (method, path) => {
-    expect(isPublic(method, path)).toBe(false);
+    expect(isPublicRequest(method, path)).toBe(false);
   });
 });

@@ -1,8 +1,8 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { buildApp, mergeDocuments, routingTable } from '@app/gateway';
-import { buildApp as buildHealth } from '@app/health';
-import { type App } from '@app/platform';
+import { buildGateway, mergeDocuments } from '@app/gateway';
+import { healthService } from '@app/health';
+import { buildServiceApp, type App } from '@app/platform';
 import { freePort, openTestDependencies, silentLogger, startTokenIssuer, testConfig, type TokenIssuer } from '@app/testing';
 
 describe('gateway', () => {
@@ -21,24 +21,25 @@ describe('gateway', () => {
     deps = await openTestDependencies('embedded');
     issuer = await startTokenIssuer();
     auth = { authorization: `Bearer ${await issuer.mint('service:test', ['system'])}` };
-    health = await buildHealth(deps, { services: {} });
+    // A health service reporting on no other service: these tests are about the proxy.
+    health = await buildServiceApp(healthService, { ...deps, config: { ...deps.config, PLATFORM_SERVICES: [] } });
     health.addHook('onRequest', async (request) => void seenIds.push(String(request.id)));
     const healthUrl = await health.listen({ host: '127.0.0.1', port: 0 });
     // An upstream that accepts connections and never answers.
     silent = createServer((socket) => void held.push(socket));
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
     const silentPort = (silent.address() as { port: number }).port;
-    const config = testConfig({ PLATFORM_SERVICES: 'health', HEALTH_URL: healthUrl, UPSTREAM_TIMEOUT_MS: '300', BODY_LIMIT: '2048', JWKS_URL: issuer.jwksUrl });
-    gateway = await buildApp(
-      { config, logger: silentLogger() },
-      {
-        routes: [
-          ...routingTable(config),
-          { service: 'crud', prefix: '/api/v1/products', url: `http://127.0.0.1:${await freePort()}` },
-          { service: 'sso', prefix: '/api/v1/sso', url: `http://127.0.0.1:${silentPort}` },
-        ],
-      },
-    );
+    // crud (under /api/v1) is down; sso accepts connections and never answers.
+    const config = testConfig({
+      PLATFORM_SERVICES: 'crud,sso',
+      HEALTH_URL: healthUrl,
+      CRUD_URL: `http://127.0.0.1:${await freePort()}`,
+      SSO_URL: `http://127.0.0.1:${silentPort}`,
+      UPSTREAM_TIMEOUT_MS: '300',
+      BODY_LIMIT: '2048',
+      JWKS_URL: issuer.jwksUrl,
+    });
+    gateway = await buildGateway(config, silentLogger());
     gatewayUrl = await gateway.listen({ host: '127.0.0.1', port: 0 });
   });
 
@@ -96,14 +97,42 @@ describe('gateway', () => {
     expect(await response.json()).toMatchObject({ code: 'ROUTE_NOT_FOUND' });
   });
 
+  it('routes by the registry: the longest prefix wins, so /api/v1/sso goes to sso and not to crud under /api/v1', async () => {
+    const crud = await fetch(`${gatewayUrl}/api/v1/sso-like`, { headers: auth });
+    expect(await crud.json()).toMatchObject({ code: 'UPSTREAM_UNAVAILABLE', detail: expect.stringContaining('crud') });
+    const sso = await fetch(`${gatewayUrl}/api/v1/sso/userinfo`, { headers: auth });
+    expect(await sso.json()).toMatchObject({ code: 'UPSTREAM_TIMEOUT', detail: expect.stringContaining('sso') });
+  });
+
   it('refuses a body over the limit at the edge with 413', async () => {
+    const response = await fetch(`${gatewayUrl}/api/v1/products`, {
+      method: 'POST',
+      body: JSON.stringify({ name: 'x'.repeat(5_000) }),
+      headers: { 'content-type': 'application/json', ...auth },
+    });
+    expect(response.status).toBe(413);
+    expect(await response.json()).toMatchObject({ code: 'BODY_TOO_LARGE' });
+  });
+
+  it('refuses a body over the limit on a public route with 413, without calling the upstream', async () => {
+    // sso never answers: a proxied request would end in 502 after the timeout instead.
+    const response = await fetch(`${gatewayUrl}/api/v1/sso/token`, {
+      method: 'POST',
+      body: JSON.stringify({ grant_type: 'x'.repeat(5_000) }),
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(response.status).toBe(413);
+    expect(await response.json()).toMatchObject({ code: 'BODY_TOO_LARGE' });
+  });
+
+  it('checks the token before the size: an oversized body without a token on a restricted route is 401', async () => {
     const response = await fetch(`${gatewayUrl}/api/v1/products`, {
       method: 'POST',
       body: JSON.stringify({ name: 'x'.repeat(5_000) }),
       headers: { 'content-type': 'application/json' },
     });
-    expect(response.status).toBe(413);
-    expect(await response.json()).toMatchObject({ code: 'BODY_TOO_LARGE' });
+    expect(response.status).toBe(401);
+    expect(await response.json()).toMatchObject({ code: 'AUTH_INVALID_TOKEN' });
   });
 
   it('serves the interactive docs at /docs', async () => {

@@ -1,6 +1,18 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { buildApp } from '@app/health';
-import { createApp, createLogger, createRedisCache, healthRoutes, openPostgres, type App } from '@app/platform';
+import { healthService } from '@app/health';
+import {
+  buildServiceApp,
+  createApp,
+  createLogger,
+  createRedisCache,
+  healthRoutes,
+  openPostgres,
+  urlVariableOf,
+  type App,
+  type DependencyCheck,
+  type Dependencies,
+  type ServiceName,
+} from '@app/platform';
 import {
   createTestDatabase,
   eventually,
@@ -12,13 +24,24 @@ import {
   startTcpProxy,
   testModes,
 } from '@app/testing';
+import { probeService } from '../src/health/service.js';
 
 /** A stand-in service with the platform's own probes, reporting as any service would. */
-async function probeOnlyService(name: string): Promise<{ app: App; url: string }> {
+async function probeOnlyService(name: string, checks: Record<string, DependencyCheck> = {}): Promise<{ app: App; url: string }> {
   const app = await createApp({ name, version: '1.22.0', logger: silentLogger(), bodyLimit: 1024 });
-  await healthRoutes(app, { service: name, version: '1.22.0', checks: {} });
+  await healthRoutes(app, { service: name, version: '1.22.0', checks });
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
   return { app, url };
+}
+
+/**
+ * The health service run alone (split mode), reporting on exactly `services`, each reached
+ * over HTTP at the given URL (PLATFORM_SERVICES and IDENTITY_URL, CRUD_URL, ...).
+ */
+function buildHealth(deps: Dependencies, services: Partial<Record<ServiceName, string>>): Promise<App> {
+  const names = Object.keys(services) as ServiceName[];
+  const urls = Object.fromEntries(names.map((name) => [urlVariableOf(name), services[name]]));
+  return buildServiceApp(healthService, { ...deps, config: { ...deps.config, ...urls, PLATFORM_SERVICES: names } });
 }
 
 describe.each(testModes())('health reports (%s)', (mode) => {
@@ -28,7 +51,7 @@ describe.each(testModes())('health reports (%s)', (mode) => {
   beforeAll(async () => {
     deps = await openTestDependencies(mode);
     other = await probeOnlyService('crud');
-    app = await buildApp(deps, { services: { crud: other.url } });
+    app = await buildHealth(deps, { crud: other.url });
   });
   afterAll(async () => {
     await app.close();
@@ -80,7 +103,7 @@ describe('readiness when a service is down', () => {
   it('is 503 degraded with that service disconnected at latency -1', async () => {
     const deps = await openTestDependencies('embedded');
     const up = await probeOnlyService('identity');
-    const app = await buildApp(deps, { services: { identity: up.url, crud: `http://127.0.0.1:${await freePort()}` } });
+    const app = await buildHealth(deps, { identity: up.url, crud: `http://127.0.0.1:${await freePort()}` });
     try {
       const response = await app.inject({ method: 'GET', url: '/api/v1/health/readiness' });
       expect(response.statusCode).toBe(503);
@@ -94,6 +117,56 @@ describe('readiness when a service is down', () => {
       await deps.dispose();
     }
   });
+
+  it('is 503 degraded with that service degraded when it answers its own readiness with 503', async () => {
+    const deps = await openTestDependencies('embedded');
+    const failing: DependencyCheck = { required: true, probe: () => Promise.reject(new Error('down')) };
+    const unready = await probeOnlyService('sso', { database: failing });
+    const app = await buildHealth(deps, { sso: unready.url });
+    try {
+      expect((await unready.app.inject({ method: 'GET', url: '/health/readiness' })).statusCode).toBe(503);
+      const response = await app.inject({ method: 'GET', url: '/api/v1/health/readiness' });
+      expect(response.statusCode).toBe(503);
+      expect(response.json()).toMatchObject({ status: 'degraded', services: { sso: { status: 'degraded', latency: expect.any(Number) } } });
+      expect(response.json().services.sso.latency).toBeGreaterThanOrEqual(0);
+    } finally {
+      await app.close();
+      await unready.app.close();
+      await deps.dispose();
+    }
+  });
+});
+
+describe('probeService', () => {
+  const reporting = (status: 'active' | 'degraded') => async () => ({ status, service: 'crud', version: '1.22.0', date: '', dependencies: {} });
+
+  it('reports a service as it reports itself, with the latency of the call', async () => {
+    expect(await probeService(reporting('active'))).toEqual({ status: 'active', latency: expect.any(Number) });
+    expect(await probeService(reporting('degraded'))).toEqual({ status: 'degraded', latency: expect.any(Number) });
+  });
+
+  it('reports a call that fails, or does not answer in time, as disconnected at latency -1', async () => {
+    expect(await probeService(() => Promise.reject(new Error('unreachable')))).toEqual({ status: 'disconnected', latency: -1 });
+    expect(await probeService(() => new Promise(() => undefined), 50)).toEqual({ status: 'disconnected', latency: -1 });
+  });
+});
+
+describe('which services it reports on', () => {
+  it('reports every domain service of PLATFORM_SERVICES, never itself or the gateway', async () => {
+    const deps = await openTestDependencies('embedded');
+    const identity = await probeOnlyService('identity');
+    const config = { ...deps.config, PLATFORM_SERVICES: ['gateway', 'health', 'identity'] as ServiceName[], IDENTITY_URL: identity.url };
+    const app = await buildServiceApp(healthService, { ...deps, config });
+    try {
+      const response = await app.inject({ method: 'GET', url: '/api/v1/health/readiness' });
+      expect(response.statusCode).toBe(200);
+      expect(response.json().services).toEqual({ identity: { status: 'active', latency: expect.any(Number) } });
+    } finally {
+      await app.close();
+      await identity.app.close();
+      await deps.dispose();
+    }
+  });
 });
 
 describe('readiness when the cache dies and comes back', () => {
@@ -104,7 +177,7 @@ describe('readiness when the cache dies and comes back', () => {
     redis = await startOwnRedis();
     deps = await openTestDependencies('embedded');
     const cache = await createRedisCache({ url: redis.url, logger: silentLogger() });
-    app = await buildApp({ ...deps, cache }, { services: {} });
+    app = await buildHealth({ ...deps, cache }, {});
     app.addHook('onClose', async () => cache.close());
   });
   afterAll(async () => {
@@ -153,7 +226,7 @@ if (REAL.databaseUrl) {
       viaProxy.host = `127.0.0.1:${proxy.port}`;
       deps = await openTestDependencies('embedded');
       const database = openPostgres({ url: viaProxy.toString(), poolMax: 2, logger: createLogger({ LOG_LEVEL: 'silent' }), connectTimeoutMs: 500 });
-      app = await buildApp({ ...deps, database }, { services: {} });
+      app = await buildHealth({ ...deps, database }, {});
       app.addHook('onClose', async () => database.close());
     });
     afterEach(async () => {

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { configuredKeyService } from './keys/configured.js';
 import { ssoService, SSO_MIGRATIONS } from './service.js';
 
-const config = loadConfigOrExit(ssoService.config);
+const config = loadConfigOrExit(ssoService.config ?? []);
 const logger = createLogger(config);
 // Only the database: the running platform reads the new key from the same table.
 const database = config.DATABASE_URL

@@ -1,12 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
-import { migrate } from '@app/platform';
+import { createHttpClients, createPrismaClient, migrate } from '@app/platform';
 import { openTestDependencies, testModes } from '@app/testing';
 import { PrismaClient } from '../src/generated/prisma/client.js';
-import { createPrismaClient } from '@app/platform';
 import { SSO_MIGRATIONS } from '../src/index.js';
 import { clientAddress, parseTrustedProxies } from '../src/tokens/client-address.js';
-import { startSso } from './support.js';
+import { listenSso, startSso } from './support.js';
 
 // Suites start real servers; jest's projects mode ignores the preset's testTimeout.
 jest.setTimeout(30_000);
@@ -39,10 +38,8 @@ describe.each(testModes())('bootstrap admin (%s)', (mode) => {
       expect((await sso.token({ grant_type: 'password', username: 'admin@localhost', password: password! })).status).toBe(200);
       // A restart finds the admin and shows nothing.
       await sso.service.close();
-      const { startService } = await import('@app/platform');
-      const { createSsoService } = await import('../src/index.js');
       const again: string[] = [];
-      const restarted = await startService(createSsoService({ announce: (m) => again.push(m) }), sso.deps, { host: '127.0.0.1', port: Number(new URL(sso.url).port) });
+      const restarted = await listenSso(sso.deps, Number(new URL(sso.url).port), (message) => again.push(message));
       const identityCalls = () => sso.double.calls['/internal/v1/identities/lookup'] ?? 0;
       const before = identityCalls();
       await waitFor(() => identityCalls() > before);
@@ -65,17 +62,26 @@ describe('refusing to promote a squatter', () => {
     const double = await startDirectoryDouble({ jwksUrl: issuer.jwksUrl, issuer: issuer.issuer, audience: issuer.audience });
     try {
       const squatter = double.addIdentity({ email: 'boss@example.com' });
-      const { createUpstreamClient } = await import('../src/upstream/internal-client.js');
-      const upstream = createUpstreamClient({
-        identityUrl: double.url,
-        credentialsUrl: double.url,
+      const clients = createHttpClients({
+        urls: { identity: double.url, credentials: double.url },
         systemToken: () => issuer.mint('service:sso', ['system']),
         timeoutMs: 2_000,
       });
-      const outcome = await bootstrapAdmin({ upstream, logger: silentLogger(), email: 'boss@example.com', password: 'a long admin password', announce: () => undefined });
-      expect(outcome).toBe('refused');
-      expect(double.identityByEmail('boss@example.com')).toEqual(squatter);
-      expect(double.passwordOf(squatter.id)).toBeUndefined();
+      try {
+        const outcome = await bootstrapAdmin({
+          identities: clients.identity,
+          credentials: clients.credentials,
+          logger: silentLogger(),
+          email: 'boss@example.com',
+          password: 'a long admin password',
+          announce: () => undefined,
+        });
+        expect(outcome).toBe('refused');
+        expect(double.identityByEmail('boss@example.com')).toEqual(squatter);
+        expect(double.passwordOf(squatter.id)).toBeUndefined();
+      } finally {
+        await clients.close();
+      }
     } finally {
       await double.close();
       await issuer.close();

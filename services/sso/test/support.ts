@@ -1,16 +1,29 @@
-import { startService, type Env, type RunningService } from '@app/platform';
+import { buildServiceApp, listenApp, type Env, type RunningApp } from '@app/platform';
 import { freePort, openTestDependencies, startDirectoryDouble, type DirectoryDouble, type TestMode } from '@app/testing';
-import { createSsoService } from '../src/index.js';
+import { configuredKeyService, createSsoService } from '../src/index.js';
 
 export interface SsoUnderTest {
   url: string;
-  service: RunningService;
+  service: RunningApp;
   double: DirectoryDouble;
   deps: Awaited<ReturnType<typeof openTestDependencies>>;
   announced: string[];
+  /** A key service on sso's database, as the rotate-keys command builds it (another process, to the running sso). */
+  keys(): ReturnType<typeof configuredKeyService>;
   /** POSTs a form to the token endpoint. */
   token(params: Record<string, string>, headers?: Record<string, string>): Promise<{ status: number; headers: Headers; body: Record<string, unknown> }>;
   close(): Promise<void>;
+}
+
+/** sso alone (split mode), listening: it must, since the double verifies sso's system tokens against its JWKS. */
+export async function listenSso(deps: Awaited<ReturnType<typeof openTestDependencies>>, port: number, announce?: (message: string) => void): Promise<RunningApp> {
+  const app = await buildServiceApp(createSsoService({ announce }), deps);
+  try {
+    return await listenApp('sso', app, { host: '127.0.0.1', port });
+  } catch (error) {
+    await app.close();
+    throw error;
+  }
 }
 
 /**
@@ -23,13 +36,14 @@ export async function startSso(mode: TestMode, env: Env = {}): Promise<SsoUnderT
   const double = await startDirectoryDouble({ jwksUrl: `${url}/api/v1/sso/jwks`, issuer: 'http://localhost:3000', audience: 'api-platform' });
   const deps = await openTestDependencies(mode, { IDENTITY_URL: double.url, CREDENTIALS_URL: double.url, SSO_URL: url, ...env });
   const announced: string[] = [];
-  const service = await startService(createSsoService({ announce: (message) => announced.push(message) }), deps, { host: '127.0.0.1', port });
+  const service = await listenSso(deps, port, (message) => announced.push(message));
   return {
     url,
     service,
     double,
     deps,
     announced,
+    keys: () => configuredKeyService(deps.config, deps.database, deps.logger),
     token: async (params, headers = {}) => {
       const response = await fetch(`${url}/api/v1/sso/token`, {
         method: 'POST',

@@ -62,6 +62,23 @@ describe.each(testModes())('token endpoint (%s)', (mode) => {
       expect(wrong.headers.get('cache-control')).toBe('no-store');
     });
 
+    it('reads identity once, by email, then checks the password by identity id; an unknown email still costs one check', async () => {
+      const callsOf = async (username: string, password: string) => {
+        const from = sso.double.requests.length;
+        await sso.token({ grant_type: 'password', username, password });
+        return sso.double.requests.slice(from);
+      };
+      expect(await callsOf('ADA@example.com', PASSWORD)).toEqual([
+        { path: '/internal/v1/identities/lookup', body: { email: 'ADA@example.com' } },
+        { path: '/internal/v1/credentials/verify-password', body: { identityId: userId, password: PASSWORD } },
+      ]);
+      // No identity has the nil UUID: credentials verifies its dummy hash, in the time a real check takes.
+      expect(await callsOf('nobody@example.com', 'not it')).toEqual([
+        { path: '/internal/v1/identities/lookup', body: { email: 'nobody@example.com' } },
+        { path: '/internal/v1/credentials/verify-password', body: { identityId: '00000000-0000-0000-0000-000000000000', password: 'not it' } },
+      ]);
+    });
+
     it('refuses a deactivated identity with the same invalid_grant', async () => {
       const { id } = sso.double.addIdentity({ email: 'gone@example.com', password: PASSWORD, activated: false });
       const response = await sso.token({ grant_type: 'password', username: 'gone@example.com', password: PASSWORD });

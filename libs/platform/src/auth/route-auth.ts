@@ -68,11 +68,12 @@ export function isOwnerOrAdmin(principal: Principal, identityId: string): boolea
 }
 
 /**
- * Declares `auth` for every route registered on `scope` from now on, for routes a plugin
- * declares itself (a proxy, the docs UI) where no route option can be passed.
+ * Declares `auth` for every route registered on `scope` from now on that declares none
+ * itself: routes a plugin makes (a proxy, the docs UI) where no route option can be passed.
+ * A route's own declaration always wins, so this can never open a protected route.
  */
 export function declareAuth(scope: App, auth: RouteAuth): void {
   scope.addHook('onRoute', (route) => {
-    route.config = { ...route.config, auth };
+    route.config = { ...route.config, auth: route.config?.auth ?? auth };
   });
 }
