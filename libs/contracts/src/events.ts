@@ -35,16 +35,6 @@ export const crudRecordEventSchema = z.object({
   occurredAt,
 });
 
-export const EVENT_SCHEMAS = {
-  'identity.created': identityEventSchema,
-  'identity.updated': identityEventSchema,
-  'credential.created': credentialEventSchema,
-  'credential.updated': credentialEventSchema,
-  'credential.revoked': credentialEventSchema,
-} as const;
-
-export type EventSubject = keyof typeof EVENT_SCHEMAS;
-export type EventPayload<S extends EventSubject> = z.infer<(typeof EVENT_SCHEMAS)[S]>;
 export type IdentityEvent = z.infer<typeof identityEventSchema>;
 export type CredentialEvent = z.infer<typeof credentialEventSchema>;
 export type CrudRecordEvent = z.infer<typeof crudRecordEventSchema>;

@@ -1,8 +1,5 @@
 import { z } from 'zod';
 
-/** Roles a token can carry: `admin` is granted to identities by admins, `system` to API-key clients. */
-export const ROLES = ['admin', 'system'] as const;
-
 /** Claims of an access token signed by sso and verified by the gateway and every service. */
 export const accessTokenClaimsSchema = z.object({
   iss: z.string(),

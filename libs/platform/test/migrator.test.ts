@@ -37,6 +37,15 @@ describe.each(testModes())('migrator (%s)', (mode) => {
     expect(rows.map((row) => row.name)).toEqual(['20260101000000_init', '20260102000000_price']);
   });
 
+  it('creates only its bookkeeping table beside what the migrations create', async () => {
+    const dir = await migrationsFolder({ '20260101000000_init': FIRST });
+    await migrate(deps.database, { schema: 'shop', directory: dir, logger });
+    const tables = await deps.database.query<{ table_name: string }>(
+      "select table_name from information_schema.tables where table_schema = 'shop' order by table_name",
+    );
+    expect(tables.map((table) => table.table_name)).toEqual(['_migrations', 'item']);
+  });
+
   it('skips applied migrations when run again, and applies only new ones', async () => {
     const dir = await migrationsFolder({ '20260101000000_init': FIRST });
     await migrate(deps.database, { schema: 'shop', directory: dir, logger });

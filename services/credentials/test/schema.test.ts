@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { createPrismaClient, migrate } from '@app/platform';
+import { createPrismaClient, enqueueEvent, migrate } from '@app/platform';
 import { openTestDependencies, testModes } from '@app/testing';
 import { PrismaClient } from '../src/generated/prisma/client.js';
 
@@ -48,5 +48,10 @@ describe.each(testModes())('credentials schema.prisma and migrations (%s)', (mod
       prisma.credential.create({ data: { identityId: randomUUID(), provider: 'GITHUB', type: 'OAUTH', subject: '42' } }),
     ).rejects.toMatchObject({ code: 'P2002' });
     await expect(prisma.credential.create({ data: { identityId, provider: 'GOOGLE', type: 'PASSWORD', subject: '7' } })).rejects.toThrow();
+  });
+
+  it('creates the outbox its events go through', async () => {
+    const id = await prisma.$transaction((tx) => enqueueEvent(tx, 'credentials', 'credential.created', { probe: true }));
+    expect(await deps.database.query('select id, subject, payload from "credentials"."_outbox"')).toEqual([{ id, subject: 'credential.created', payload: { probe: true } }]);
   });
 });

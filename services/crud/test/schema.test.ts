@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { createPrismaClient, migrate } from '@app/platform';
+import { createPrismaClient, enqueueEvent, migrate } from '@app/platform';
 import { openTestDependencies, testModes } from '@app/testing';
 import { PrismaClient } from '../src/generated/prisma/client.js';
 import { crudService, DOMAINS } from '../src/index.js';
@@ -55,5 +55,10 @@ describe.each(testModes())('schema.prisma, migrations and domain definitions agr
     for (const column of domain.indexes) expect(definitions).toContainEqual(expect.stringMatching(new RegExp(`\\(${column}, id\\)$`)));
     for (const column of domain.unique) expect(definitions).toContainEqual(expect.stringMatching(new RegExp(`^CREATE UNIQUE INDEX .*\\(${column}\\)$`)));
     expect(definitions).toContainEqual(expect.stringMatching(/\(createdAt, id\)$/));
+  });
+
+  it('creates the outbox its events go through', async () => {
+    const id = await prisma.$transaction((tx) => enqueueEvent(tx, 'crud', 'crud.product.created', { probe: true }));
+    expect(await deps.database.query('select id, subject, payload from "crud"."_outbox"')).toEqual([{ id, subject: 'crud.product.created', payload: { probe: true } }]);
   });
 });

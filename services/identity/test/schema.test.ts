@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { createPrismaClient, migrate } from '@app/platform';
+import { createPrismaClient, enqueueEvent, migrate } from '@app/platform';
 import { openTestDependencies, testModes } from '@app/testing';
 import { PrismaClient } from '../src/generated/prisma/client.js';
 
@@ -35,5 +35,10 @@ describe.each(testModes())('identity schema.prisma and migrations (%s)', (mode) 
     await prisma.identity.create({ data: { name: 'B', email: 'b@example.com' } });
     await expect(prisma.identity.create({ data: { name: 'B2', email: 'b@example.com' } })).rejects.toMatchObject({ code: 'P2002' });
     await expect(prisma.identity.create({ data: { name: 'C', email: 'C@example.com' } })).rejects.toThrow();
+  });
+
+  it('creates the outbox its events go through', async () => {
+    const id = await prisma.$transaction((tx) => enqueueEvent(tx, 'identity', 'identity.created', { probe: true }));
+    expect(await deps.database.query('select id, subject, payload from "identity"."_outbox"')).toEqual([{ id, subject: 'identity.created', payload: { probe: true } }]);
   });
 });

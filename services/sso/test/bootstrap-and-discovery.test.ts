@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
-import { createHttpClients, createPrismaClient, migrate } from '@app/platform';
+import { createHttpClients, createPrismaClient, enqueueEvent, migrate } from '@app/platform';
 import { openTestDependencies, testModes } from '@app/testing';
 import { PrismaClient } from '../src/generated/prisma/client.js';
 import { SSO_MIGRATIONS } from '../src/index.js';
@@ -170,5 +170,11 @@ describe.each(testModes())('schema.prisma and the migrations (%s)', (mode) => {
     };
     await prisma.refreshToken.create({ data: token });
     expect(await prisma.refreshToken.findUniqueOrThrow({ where: { id: token.id } })).toEqual(token);
+  });
+
+  it('creates the outbox its revocation events will go through', async () => {
+    const prisma = createPrismaClient(PrismaClient, deps.database);
+    const id = await prisma.$transaction((tx) => enqueueEvent(tx, 'sso', 'sso.outbox.probe', { probe: true }));
+    expect(await deps.database.query('select id, subject, payload from "sso"."_outbox"')).toEqual([{ id, subject: 'sso.outbox.probe', payload: { probe: true } }]);
   });
 });

@@ -8,20 +8,14 @@ import type { Bus } from './bus.js';
  * transaction as the change they describe, and a relay publishes them to the bus afterwards.
  * An event whose change committed is therefore never lost, even if the bus is down or the
  * process dies between commit and publish; the relay delivers at least once.
+ *
+ * Each publishing service creates the table in its own migrations (see
+ * services/identity/prisma/migrations/20261123000000_outbox): `seq bigserial primary key,
+ * id uuid not null unique, subject text not null, payload jsonb not null, created_at
+ * timestamptz not null default now()`.
  */
 export function outboxTable(schema: string): string {
   return `${quoteIdent(schema)}."_outbox"`;
-}
-
-/** DDL the migrator runs for every schema, beside its own bookkeeping table. */
-export function outboxDdl(schema: string): string {
-  return `create table if not exists ${outboxTable(schema)} (
-    seq bigserial primary key,
-    id uuid not null unique,
-    subject text not null,
-    payload jsonb not null,
-    created_at timestamptz not null default now()
-  );`;
 }
 
 /** What `enqueueEvent` needs of a transaction: Prisma's interactive-transaction client qualifies. */

@@ -2,7 +2,6 @@ import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../logger.js';
-import { outboxDdl } from '../bus/outbox.js';
 import { quoteIdent, type Database } from './database.js';
 
 export interface MigrateOptions {
@@ -64,8 +63,7 @@ export async function migrate(database: Database, options: MigrateOptions): Prom
          name text primary key,
          checksum text not null,
          applied_at timestamptz not null default now()
-       );
-       ${outboxDdl(options.schema)}`,
+       );`,
     );
     const rows = await session.query<{ name: string; checksum: string }>(`select name, checksum from ${table}`);
     const applied = new Map(rows.map((row) => [row.name, row.checksum]));

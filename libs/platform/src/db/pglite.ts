@@ -4,7 +4,7 @@ import { mkdir, open, readFile, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
-import { PGlite, type Transaction } from '@electric-sql/pglite';
+import { PGlite, types, type Transaction } from '@electric-sql/pglite';
 import { PrismaPGlite } from 'pglite-prisma-adapter';
 import type { Logger } from '../logger.js';
 import type { Database, SqlSession } from './database.js';
@@ -76,14 +76,50 @@ async function initializeInChild(dataDir: string): Promise<void> {
   await promisify(execFile)(process.execPath, ['-e', script], { timeout: 120_000 });
 }
 
-function sessionOf(db: PGlite | Transaction): SqlSession {
+/** Type oids whose PGlite parsing differs from node-postgres's (see `SqlSession.query`). */
+const INT8_ARRAY = 1016;
+const DATE_ARRAY = 1182;
+const BYTEA_ARRAY = 1001;
+
+const asText = (value: string) => value;
+/** bytea arrives in its hex text form, `\x0102`. */
+const asBuffer = (value: string) => Buffer.from(value.slice(2), 'hex');
+
+/**
+ * Rows read as the port promises: PGlite's parsers except for int8, which it turns into a
+ * number (wrong beyond 2^53), a date, which it turns into UTC midnight, and bytea, which it
+ * gives as a bare Uint8Array; node-postgres gives text, text and a Buffer. Given per query,
+ * so the Prisma adapter, which shares the instance and brings its own parsers, is untouched.
+ */
+const ROW_PARSERS = {
+  [types.INT8]: asText,
+  [INT8_ARRAY]: (value: string) => types.arrayParser(value, asText, INT8_ARRAY),
+  [types.DATE]: asText,
+  [DATE_ARRAY]: (value: string) => types.arrayParser(value, asText, DATE_ARRAY),
+  [types.BYTEA]: asBuffer,
+  [BYTEA_ARRAY]: (value: string) => types.arrayParser(value, asBuffer, BYTEA_ARRAY),
+};
+
+/** `depth` 0 is the instance itself, 1 a transaction, 2 and more savepoints within it. */
+function sessionOf(db: PGlite | Transaction, depth = 0): SqlSession {
+  const savepoint = `savepoint_${depth}`;
   return {
-    query: async <Row>(sql: string, params?: unknown[]) => (await db.query<Row>(sql, params)).rows,
+    query: async <Row>(sql: string, params?: unknown[]) => (await db.query<Row>(sql, params, { parsers: ROW_PARSERS })).rows,
     exec: async (script) => {
       await db.exec(script);
     },
-    transaction: (fn) =>
-      'transaction' in db ? db.transaction((tx) => fn(sessionOf(tx))) : fn(sessionOf(db)),
+    transaction: async (fn) => {
+      if (depth === 0) return (db as PGlite).transaction((tx) => fn(sessionOf(tx, 1)));
+      await db.exec(`savepoint ${savepoint}`);
+      try {
+        const result = await fn(sessionOf(db, depth + 1));
+        await db.exec(`release savepoint ${savepoint}`);
+        return result;
+      } catch (error) {
+        await db.exec(`rollback to savepoint ${savepoint}`).catch(() => undefined);
+        throw error;
+      }
+    },
   };
 }
 
@@ -117,6 +153,11 @@ export async function openPGlite(options: PGliteOptions): Promise<Database> {
       const previous = locks.get(key) ?? Promise.resolve();
       const next = previous.catch(() => undefined).then(() => fn(root));
       locks.set(key, next);
+      // The last holder of a key forgets it, so the map holds only keys in use.
+      const forget = () => {
+        if (locks.get(key) === next) locks.delete(key);
+      };
+      next.then(forget, forget);
       return next;
     },
     version: async () => (await db.query<{ version: string }>('select version()')).rows[0]?.version ?? 'unknown',

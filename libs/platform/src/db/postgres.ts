@@ -12,25 +12,57 @@ export interface PostgresOptions {
   connectTimeoutMs?: number;
 }
 
-function sessionOf(client: pg.PoolClient): SqlSession {
-  const session: SqlSession = {
-    query: async <Row>(sql: string, params?: unknown[]) => (await client.query(sql, params)).rows as Row[],
+/** Type oids whose node-postgres parsing differs from PGlite's (see `SqlSession.query`). */
+const DATE = 1082;
+const DATE_ARRAY = 1182;
+const INTERVAL = 1186;
+const INTERVAL_ARRAY = 1187;
+const TEXT_ARRAY = 1009;
+
+/**
+ * Rows read as the port promises: node-postgres's parsers except for a date, which it turns
+ * into local midnight (a different instant in every time zone), and an interval, which it
+ * turns into an object; both stay text, as PGlite gives them. Prisma's adapter brings its
+ * own parsers per query, so this touches only the port's own queries.
+ */
+const rowTypes = {
+  getTypeParser: (oid: number, format?: 'text' | 'binary') => {
+    if (oid === DATE || oid === INTERVAL) return (value: string) => value;
+    // pg-types' TypeId lists scalar oids only; it parses text[] all the same.
+    if (oid === DATE_ARRAY || oid === INTERVAL_ARRAY) return pg.types.getTypeParser(TEXT_ARRAY as never);
+    return pg.types.getTypeParser(oid, format);
+  },
+} as pg.CustomTypesConfig;
+
+/**
+ * Always the extended protocol, as PGlite does: a string of several statements is refused
+ * instead of returning an array of results whose `rows` is undefined.
+ */
+const statement = (text: string, values?: unknown[]) => ({ text, values, queryMode: 'extended' }) as pg.QueryConfig;
+
+/** Errors the server answered (they carry a SQLSTATE): the connection is still sound. */
+const isServerError = (error: unknown) => error instanceof Error && 'code' in error;
+
+/** `depth` 0 is a plain connection, 1 a transaction, 2 and more savepoints within it. */
+function sessionOf(client: pg.PoolClient, depth = 0): SqlSession {
+  const savepoint = `savepoint_${depth}`;
+  return {
+    query: async <Row>(sql: string, params?: unknown[]) => (await client.query(statement(sql, params))).rows as Row[],
     exec: async (script) => {
       await client.query(script);
     },
     transaction: async (fn) => {
-      await client.query('begin');
+      await client.query(depth === 0 ? 'begin' : `savepoint ${savepoint}`);
       try {
-        const result = await fn(session);
-        await client.query('commit');
+        const result = await fn(sessionOf(client, depth + 1));
+        await client.query(depth === 0 ? 'commit' : `release savepoint ${savepoint}`);
         return result;
       } catch (error) {
-        await client.query('rollback').catch(() => undefined);
+        await client.query(depth === 0 ? 'rollback' : `rollback to savepoint ${savepoint}`).catch(() => undefined);
         throw error;
       }
     },
   };
-  return session;
 }
 
 /** Advisory lock keys are 64-bit integers; a lock name maps to one by hashing. */
@@ -45,6 +77,7 @@ export function openPostgres(options: PostgresOptions): Database {
     connectionTimeoutMillis: options.connectTimeoutMs ?? 3_000,
     idleTimeoutMillis: 30_000,
     keepAlive: true,
+    types: rowTypes,
   });
   // An idle client whose server went away emits here; without a listener it would crash the process.
   pool.on('error', (error) => options.logger.warn({ err: error }, 'postgres connection lost'));
@@ -52,19 +85,30 @@ export function openPostgres(options: PostgresOptions): Database {
   const withClient = async <T>(fn: (session: SqlSession) => Promise<T>): Promise<T> => {
     const client = await pool.connect();
     let broken: Error | undefined;
+    // The pool listens only to idle clients. A checked-out one that loses its server between
+    // two queries (a transaction waiting on the bus, a lock holder at work) emits 'error'
+    // with nobody listening, which would crash the process; its next query rejects instead.
+    const onError = (error: Error) => {
+      broken = error;
+      options.logger.warn({ err: error }, 'postgres connection lost');
+    };
+    client.on('error', onError);
     try {
       return await fn(sessionOf(client));
     } catch (error) {
-      broken = error instanceof Error && 'code' in error ? undefined : (error as Error);
+      broken ??= isServerError(error) ? undefined : (error as Error);
       throw error;
     } finally {
+      client.off('error', onError);
       client.release(broken);
     }
   };
 
+  let closing: Promise<void> | undefined;
+
   return {
     kind: 'postgres',
-    query: async <Row>(sql: string, params?: unknown[]) => (await pool.query(sql, params)).rows as Row[],
+    query: async <Row>(sql: string, params?: unknown[]) => (await pool.query(statement(sql, params))).rows as Row[],
     exec: (script) => withClient((session) => session.exec(script)),
     transaction: (fn) => withClient((session) => session.transaction(fn)),
     withLock: (key, fn) =>
@@ -82,6 +126,7 @@ export function openPostgres(options: PostgresOptions): Database {
       return row?.version ?? 'unknown';
     },
     prismaAdapter: () => new PrismaPg(pool),
-    close: () => pool.end(),
+    // pg's Pool rejects a second end(); shutdown paths may well close twice.
+    close: () => (closing ??= pool.end()),
   };
 }

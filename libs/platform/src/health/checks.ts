@@ -1,4 +1,3 @@
-import type { Bus } from '../bus/bus.js';
 import type { Cache } from '../cache/cache.js';
 import type { Database } from '../db/database.js';
 
@@ -46,12 +45,4 @@ export const databaseCheck = (database: Database): DependencyCheck => ({
 export const cacheCheck = (cache: Cache): DependencyCheck => ({
   required: false,
   probe: () => cache.ping(),
-});
-
-export const busCheck = (bus: Bus): DependencyCheck => ({
-  required: false,
-  probe: async () => {
-    await bus.ping();
-    return { version: bus.kind };
-  },
 });
