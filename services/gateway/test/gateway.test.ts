@@ -159,14 +159,14 @@ describe('gateway', () => {
 });
 
 describe('mergeDocuments', () => {
-  it('unions paths, tags and components, keeping the base on a name clash', () => {
+  it('unions paths, tags (sorted by name) and components, keeping the base on a name clash', () => {
     const merged = mergeDocuments({ openapi: '3.1.0', paths: {}, components: { schemas: { Problem: { a: 1 } } } }, [
       { service: 'one', document: { paths: { '/a': { get: { tags: ['C'] } } }, tags: [{ name: 'A' }], components: { schemas: { Problem: { a: 2 }, Thing: {} } } } },
       { service: 'two', document: { paths: { '/b': {} }, tags: [{ name: 'A' }, { name: 'B' }] } },
       { service: 'three' },
     ]);
     expect(merged.paths).toEqual({ '/a': { get: { tags: ['C'] } }, '/b': {} });
-    expect(merged.tags).toEqual([{ name: 'A' }, { name: 'C' }, { name: 'B' }]);
+    expect(merged.tags).toEqual([{ name: 'A' }, { name: 'B' }, { name: 'C' }]);
     expect(merged.components).toEqual({ schemas: { Problem: { a: 1 }, Thing: {} } });
     expect(merged['x-unavailable-services']).toEqual(['three']);
   });
