@@ -257,24 +257,46 @@ function nodeEnv(extra) {
   return { PATH: process.env.PATH, HOST: '127.0.0.1', LOG_LEVEL, ...extra };
 }
 
-/** 1. nginx, one worker, with a keep-alive pool to a bare Fastify route: the ceiling to compare with. */
-async function startBaseline() {
-  const dir = tempDir('nginx');
-  const [barePort, nginxPort] = [await freePort(), await freePort()];
-  const bare = await startProcess('bare Fastify', process.execPath, [join(root, 'bench/bare.mjs')], {
-    env: { PATH: process.env.PATH, PORT: String(barePort) },
-    log: join(dir, 'bare.log'),
-    ready: answers(`http://127.0.0.1:${barePort}/record`),
-  });
-  // One worker under a master, as nginx runs in production: on this 2-core machine autocannon
-  // takes one core and the backend (one Node event loop) the other, so a second worker would
-  // only contend with them; the services measured against it are one event loop too.
-  // BENCH_NGINX_WORKERS changes it. The temp paths default to /var/lib/nginx: moved here.
-  const conf = join(dir, 'nginx.conf');
-  const temp = (name) => join(dir, name);
-  writeFileSync(
-    conf,
-    `worker_processes ${NGINX_WORKERS};
+/**
+ * Builds a system whose parts (processes, directories, databases) `build` registers with
+ * `own(stop)` as it starts them. Returns what `build` returns plus `stop()`, which stops the
+ * parts last first; when `build` throws, the parts started so far are stopped before the error
+ * goes on, so a system that fails half-way leaves nothing running into the next scenario.
+ */
+async function withParts(build) {
+  const parts = [];
+  const stop = async () => {
+    while (parts.length > 0) await parts.pop()().catch((error) => console.error(`  cleaning up: ${error.message}`));
+  };
+  try {
+    return { ...(await build((part) => parts.push(part))), stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+/** 1. nginx with a keep-alive pool to a bare Fastify route: the ceiling to compare with. */
+function startBaseline() {
+  return withParts(async (own) => {
+    const dir = tempDir('nginx');
+    own(async () => removeDir(dir));
+    const [barePort, nginxPort] = [await freePort(), await freePort()];
+    const bare = await startProcess('bare Fastify', process.execPath, [join(root, 'bench/bare.mjs')], {
+      env: { PATH: process.env.PATH, PORT: String(barePort) },
+      log: join(dir, 'bare.log'),
+      ready: answers(`http://127.0.0.1:${barePort}/record`),
+    });
+    own(() => stopProcess(bare));
+    // One worker under a master, as nginx runs in production: on this 2-core machine autocannon
+    // takes one core and the backend (one Node event loop) the other, so a second worker would
+    // only contend with them; the services measured against it are one event loop too.
+    // BENCH_NGINX_WORKERS changes it. The temp paths default to /var/lib/nginx: moved here.
+    const conf = join(dir, 'nginx.conf');
+    const temp = (name) => join(dir, name);
+    writeFileSync(
+      conf,
+      `worker_processes ${NGINX_WORKERS};
 pid ${temp('nginx.pid')};
 error_log ${temp('error.log')} warn;
 events { worker_connections 1024; }
@@ -299,67 +321,77 @@ http {
   }
 }
 `,
-  );
-  const nginx = await startProcess('nginx', NGINX, ['-p', dir, '-c', conf, '-e', temp('error.log'), '-g', 'daemon off;'], {
-    env: { PATH: process.env.PATH },
-    log: join(dir, 'nginx.log'),
-    ready: answers(`http://127.0.0.1:${nginxPort}/record`),
+    );
+    const nginx = await startProcess('nginx', NGINX, ['-p', dir, '-c', conf, '-e', temp('error.log'), '-g', 'daemon off;'], {
+      env: { PATH: process.env.PATH },
+      log: join(dir, 'nginx.log'),
+      ready: answers(`http://127.0.0.1:${nginxPort}/record`),
+    });
+    own(() => stopProcess(nginx));
+    return { url: `http://127.0.0.1:${nginxPort}/record` };
   });
-  return {
-    url: `http://127.0.0.1:${nginxPort}/record`,
-    stop: async () => {
-      await stopProcess(nginx);
-      await stopProcess(bare);
-      removeDir(dir);
-    },
-  };
 }
 
-/** 2. The all-in-one as `npm start` runs it, on a fresh data directory, with a bootstrap admin's token and one product. */
-async function startAllInOne({ nodeArgs = [] } = {}) {
-  const dir = tempDir('all-in-one');
-  const port = await freePort();
-  const base = `http://127.0.0.1:${port}`;
-  const password = randomBytes(18).toString('base64url');
-  const handle = await startProcess('all-in-one', process.execPath, ['--max-semi-space-size=2', ...nodeArgs, join(root, ENTRIES.allInOne)], {
-    // No DATABASE_URL, REDIS_URL or NATS_URL: the embedded database, cache and bus.
-    env: nodeEnv({ PORT: String(port), DATA_DIR: join(dir, 'data'), BOOTSTRAP_ADMIN_EMAIL: ADMIN_EMAIL, BOOTSTRAP_ADMIN_PASSWORD: password }),
-    log: join(dir, 'all-in-one.log'),
-    ready: answers(`${base}/api/v1/health/readiness`),
-  });
-  // The bootstrap admin is created shortly after the platform answers: retry for a while.
-  const form = new URLSearchParams({ grant_type: 'password', username: ADMIN_EMAIL, password }).toString();
-  const deadline = Date.now() + 20_000;
-  let token;
-  let last = '';
-  while (!token) {
-    const response = await fetch(`${base}/api/v1/sso/token`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: form,
-      signal: AbortSignal.timeout(10_000),
-    }).catch((error) => ({ status: 0, text: async () => error.message }));
-    if (response.status === 200) token = (await response.json()).access_token;
-    else if (Date.now() > deadline) throw new Error(`no token for the bootstrap admin after 20 s: ${response.status} ${last || (await response.text())}`);
-    else {
-      last = await response.text();
-      await sleep(250);
+/** How often a start that lost a port race is tried again, and how long apart. */
+const PORT_RETRIES = 5;
+const PORT_RETRY_DELAY_MS = 10_000;
+
+/**
+ * 2. The all-in-one as `npm start` runs it. Today's build binds loopback ports 3001-3005 for
+ * its inner services besides PORT, so a test elsewhere on this machine can hold one for a
+ * moment: a start that fails with EADDRINUSE is tried again, a few times.
+ */
+async function startAllInOne(options = {}) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startAllInOneOnce(options);
+    } catch (error) {
+      if (!String(error.message).includes('EADDRINUSE') || attempt >= PORT_RETRIES) throw error;
+      const port = /EADDRINUSE[^\n]*?(\d+\.\d+\.\d+\.\d+:\d+)/.exec(error.message)?.[1] ?? 'a port';
+      console.log(`  (the all-in-one could not bind ${port}, taken by another process; trying again in ${PORT_RETRY_DELAY_MS / 1000} s, ${attempt}/${PORT_RETRIES - 1})`);
+      await sleep(PORT_RETRY_DELAY_MS);
     }
   }
-  const id = await createProduct(base, token);
-  return {
-    base,
-    token,
-    id,
-    dir,
-    stop: async () => {
-      const code = await stopProcess(handle);
-      if (code !== 0) console.error(`  (the all-in-one exited with ${code} on SIGTERM: ${lastLines(handle.log, 1)})`);
-    },
-  };
 }
 
-/** A fresh database for a round's split mode, dropped when that round is done. */
+/** A fresh data directory, a bootstrap admin's token and one product. */
+function startAllInOneOnce({ nodeArgs = [] }) {
+  return withParts(async (own) => {
+    const dir = tempDir('all-in-one');
+    own(async () => removeDir(dir));
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    const password = randomBytes(18).toString('base64url');
+    const handle = await startProcess('all-in-one', process.execPath, ['--max-semi-space-size=2', ...nodeArgs, join(root, ENTRIES.allInOne)], {
+      // No DATABASE_URL, REDIS_URL or NATS_URL: the embedded database, cache and bus.
+      env: nodeEnv({ PORT: String(port), DATA_DIR: join(dir, 'data'), BOOTSTRAP_ADMIN_EMAIL: ADMIN_EMAIL, BOOTSTRAP_ADMIN_PASSWORD: password }),
+      log: join(dir, 'all-in-one.log'),
+      ready: answers(`${base}/api/v1/health/readiness`),
+    });
+    own(async () => {
+      const code = await stopProcess(handle);
+      if (code !== 0) console.log(`  (the all-in-one exited with ${code} on SIGTERM: ${lastLines(handle.log, 1)})`);
+    });
+    // The bootstrap admin is created shortly after the platform answers: retry for a while.
+    const form = new URLSearchParams({ grant_type: 'password', username: ADMIN_EMAIL, password }).toString();
+    const deadline = Date.now() + 20_000;
+    let token;
+    while (!token) {
+      const response = await fetch(`${base}/api/v1/sso/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: form,
+        signal: AbortSignal.timeout(10_000),
+      }).catch((error) => ({ status: 0, text: async () => error.message }));
+      if (response.status === 200) token = (await response.json()).access_token;
+      else if (Date.now() > deadline) throw new Error(`no token for the bootstrap admin within 20 s: ${response.status} ${(await response.text()).slice(0, 500)}`);
+      else await sleep(250);
+    }
+    return { base, token, id: await createProduct(base, token) };
+  });
+}
+
+/** A fresh database for a round's split mode; `drop` removes it. */
 async function createDatabase() {
   const name = `bench_${randomUUID().replace(/-/g, '').slice(0, 12)}`;
   const admin = new pg.Client({ connectionString: BASE_DATABASE_URL, connectionTimeoutMillis: 5000 });
@@ -410,92 +442,110 @@ async function startJwks() {
 }
 
 /** 3. crud and the gateway as separate processes on a fresh database, real Redis and NATS. */
-async function startSplit(jwks, { cacheTtlSeconds } = {}) {
-  const dir = tempDir('split');
-  const database = await createDatabase();
-  const [crudPort, gatewayPort] = [await freePort(), await freePort()];
-  const verify = { JWKS_URL: jwks.url, JWT_ISSUER: ISSUER, JWT_AUDIENCE: AUDIENCE, NODE_ENV: 'production' };
-  const crudEnv = nodeEnv({ ...verify, PORT: String(crudPort), DATABASE_URL: database.url, REDIS_URL, NATS_URL });
-  const startCrud = (ttl) =>
-    startProcess('crud', process.execPath, [join(root, ENTRIES.crud)], {
-      env: { ...crudEnv, ...(ttl === undefined ? {} : { CACHE_TTL_SECONDS: String(ttl) }) },
-      log: join(dir, 'crud.log'),
-      ready: answers(`http://127.0.0.1:${crudPort}/health/readiness`),
+function startSplit(jwks) {
+  return withParts(async (own) => {
+    const dir = tempDir('split');
+    own(async () => removeDir(dir));
+    const database = await createDatabase();
+    own(database.drop);
+    const [crudPort, gatewayPort] = [await freePort(), await freePort()];
+    const verify = { JWKS_URL: jwks.url, JWT_ISSUER: ISSUER, JWT_AUDIENCE: AUDIENCE, NODE_ENV: 'production' };
+    const crudEnv = nodeEnv({ ...verify, PORT: String(crudPort), DATABASE_URL: database.url, REDIS_URL, NATS_URL });
+    const startCrud = (ttl) =>
+      startProcess('crud', process.execPath, [join(root, ENTRIES.crud)], {
+        env: { ...crudEnv, ...(ttl === undefined ? {} : { CACHE_TTL_SECONDS: String(ttl) }) },
+        log: join(dir, 'crud.log'),
+        ready: answers(`http://127.0.0.1:${crudPort}/health/readiness`),
+      });
+    let crud = await startCrud();
+    own(() => stopProcess(crud));
+    const gateway = await startProcess('gateway', process.execPath, [join(root, ENTRIES.gateway)], {
+      env: nodeEnv({ ...verify, PORT: String(gatewayPort), PLATFORM_SERVICES: 'crud', CRUD_URL: `http://127.0.0.1:${crudPort}` }),
+      log: join(dir, 'gateway.log'),
+      ready: answers(`http://127.0.0.1:${gatewayPort}/health/liveness`),
     });
-  let crud = await startCrud(cacheTtlSeconds);
-  const gateway = await startProcess('gateway', process.execPath, [join(root, ENTRIES.gateway)], {
-    env: nodeEnv({ ...verify, PORT: String(gatewayPort), PLATFORM_SERVICES: 'crud', CRUD_URL: `http://127.0.0.1:${crudPort}` }),
-    log: join(dir, 'gateway.log'),
-    ready: answers(`http://127.0.0.1:${gatewayPort}/health/liveness`),
+    own(() => stopProcess(gateway));
+    return {
+      base: `http://127.0.0.1:${gatewayPort}`,
+      /** Restarts crud alone, on the same port and database, with another cache TTL. */
+      restartCrud: async (ttl) => {
+        await stopProcess(crud);
+        crud = await startCrud(ttl);
+      },
+    };
   });
-  return {
-    base: `http://127.0.0.1:${gatewayPort}`,
-    /** Restarts crud alone, on the same port and database, with another cache TTL. */
-    restartCrud: async (ttl) => {
-      await stopProcess(crud);
-      crud = await startCrud(ttl);
-    },
-    stop: async () => {
-      await stopProcess(gateway);
-      await stopProcess(crud);
-      await database.drop();
-      removeDir(dir);
-    },
-  };
 }
 
 // ---------------------------------------------------------------------------------------
 // A round, the report, the profile.
 
+/**
+ * Runs one system's scenarios; when the system fails to start or breaks, says so loudly,
+ * counts the round's run as broken and lets the round go on with the next system.
+ */
+async function phase(round, name, run) {
+  try {
+    await run();
+  } catch (error) {
+    console.log(`  !!!!! BROKEN: ${name} failed, its scenarios do not count this round:\n${error.message}`);
+    broken.push(`round ${round}: ${name}: ${error.message.split('\n')[0]}`);
+  }
+}
+
 async function runRound(round, jwks) {
   console.log(`\nround ${round}/${ROUNDS} (load average ${loadavg().map((n) => n.toFixed(2)).join(' ')})`);
   const rows = [];
 
-  const baseline = await startBaseline();
-  try {
-    rows.push(await measure(round, 'baseline', { url: baseline.url }));
-  } finally {
-    await baseline.stop();
-  }
-
-  const platform = await startAllInOne();
-  try {
-    const auth = { authorization: `Bearer ${platform.token}` };
-    const readUrl = `${platform.base}/api/v1/products/${platform.id}`;
-    const read = await measure(round, 'read', { url: readUrl, headers: auth });
-    rows.push(read);
-    rows.push(await measure(round, 'ping', { url: `${platform.base}/api/v1/products/ping` }));
-    const rate = Math.max(1, Math.floor(read.rps / 2));
-    const half = await measure(round, 'half', { url: readUrl, headers: auth, overallRate: rate });
-    rows.push({ ...half, rate });
-  } finally {
-    await platform.stop();
-    removeDir(platform.dir);
-  }
-
-  const split = await startSplit(jwks);
-  try {
-    const token = await jwks.mint();
-    const auth = { authorization: `Bearer ${token}` };
-    const id = await createProduct(split.base, token);
-    const readUrl = `${split.base}/api/v1/products/${id}`;
-    rows.push(await measure(round, 'split', { url: readUrl, headers: auth }));
-    if (EXTRA) {
-      for (let i = 0; i < 99; i++) await createProduct(split.base, token);
-      const listUrl = `${split.base}/api/v1/products?limit=20`;
-      rows.push(await measure(round, 'splitList', { url: listUrl, headers: auth }));
-      const create = { url: `${split.base}/api/v1/products`, method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: PRODUCT };
-      rows.push(await measure(round, 'splitCreate', create));
-      await split.restartCrud(0);
-      rows.push(await measure(round, 'splitUncached', { url: readUrl, headers: auth }));
-      rows.push(await measure(round, 'splitListUncached', { url: listUrl, headers: auth }));
+  await phase(round, 'nginx baseline', async () => {
+    const baseline = await startBaseline();
+    try {
+      rows.push(await measure(round, 'baseline', { url: baseline.url }));
+    } finally {
+      await baseline.stop();
     }
-  } finally {
-    await split.stop();
-  }
+  });
 
-  const baselineRps = rows[0].failures === 0 ? rows[0].rps : undefined;
-  for (const row of rows) row.ratio = row.key === 'half' || baselineRps === undefined ? undefined : row.rps / baselineRps;
+  await phase(round, 'all-in-one', async () => {
+    const platform = await startAllInOne();
+    try {
+      const auth = { authorization: `Bearer ${platform.token}` };
+      const readUrl = `${platform.base}/api/v1/products/${platform.id}`;
+      const read = await measure(round, 'read', { url: readUrl, headers: auth });
+      rows.push(read);
+      rows.push(await measure(round, 'ping', { url: `${platform.base}/api/v1/products/ping` }));
+      const rate = Math.max(1, Math.floor(read.rps / 2));
+      const half = await measure(round, 'half', { url: readUrl, headers: auth, overallRate: rate });
+      rows.push({ ...half, rate });
+    } finally {
+      await platform.stop();
+    }
+  });
+
+  await phase(round, 'split mode', async () => {
+    const split = await startSplit(jwks);
+    try {
+      const token = await jwks.mint();
+      const auth = { authorization: `Bearer ${token}` };
+      const id = await createProduct(split.base, token);
+      const readUrl = `${split.base}/api/v1/products/${id}`;
+      rows.push(await measure(round, 'split', { url: readUrl, headers: auth }));
+      if (EXTRA) {
+        for (let i = 0; i < 99; i++) await createProduct(split.base, token);
+        const listUrl = `${split.base}/api/v1/products?limit=20`;
+        rows.push(await measure(round, 'splitList', { url: listUrl, headers: auth }));
+        const create = { url: `${split.base}/api/v1/products`, method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: PRODUCT };
+        rows.push(await measure(round, 'splitCreate', create));
+        await split.restartCrud(0);
+        rows.push(await measure(round, 'splitUncached', { url: readUrl, headers: auth }));
+        rows.push(await measure(round, 'splitListUncached', { url: listUrl, headers: auth }));
+      }
+    } finally {
+      await split.stop();
+    }
+  });
+
+  const baseline = rows.find((row) => row.key === 'baseline' && row.failures === 0);
+  for (const row of rows) row.ratio = row.key === 'half' || !baseline ? undefined : row.rps / baseline.rps;
   console.table(
     rows.map((row) => ({
       scenario: LABELS[row.key] + (row.rate ? ` (${row.rate} rps asked)` : ''),
@@ -517,7 +567,7 @@ function median(values) {
 }
 
 function report(rounds) {
-  const keys = [...new Set(rounds.flat().map((row) => row.key))];
+  const keys = Object.keys(LABELS).filter((key) => !key.startsWith('split') || key === 'split' || EXTRA);
   console.log(`\nmedian of ${rounds.length} round(s); ratios are to the same round's nginx baseline, then their median`);
   const table = keys.map((key) => {
     const counted = rounds.flatMap((rows) => rows.filter((row) => row.key === key && row.failures === 0));
@@ -566,7 +616,6 @@ async function profile() {
     }
   } finally {
     await platform.stop();
-    removeDir(platform.dir);
   }
   const file = readdirSync(profileDir).find((name) => name.endsWith('.cpuprofile'));
   if (!file) throw new Error('the all-in-one wrote no .cpuprofile (did it exit through its SIGTERM handler?)');
@@ -620,6 +669,6 @@ try {
 }
 console.log(`load average at the end: ${loadavg().map((n) => n.toFixed(2)).join(' ')}`);
 if (broken.length > 0) {
-  console.error(`\n!!!!! ${broken.length} scenario run(s) BROKEN (non-2xx answers, errors or timeouts); they were left out:\n  ${broken.join('\n  ')}`);
+  console.error(`\n!!!!! ${broken.length} run(s) BROKEN (non-2xx answers, errors, timeouts or a system that failed); they were left out:\n  ${broken.join('\n  ')}`);
 }
 process.exit(failed || broken.length > 0 ? 1 : 0);
