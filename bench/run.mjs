@@ -1,66 +1,423 @@
-/* global fetch, setTimeout */
-// `npm run bench`: the crud service behind the gateway, each in its own process as in
-// production, on real Postgres and Redis, measured with autocannon beside a bare Fastify
-// route. Prints rps, p50 and p99 per scenario and each one's ratio to the baseline.
+/* global fetch, setTimeout, AbortSignal, URLSearchParams */
+// `npm run bench`: the speed targets of issue 10, each measured beside an nginx baseline in
+// the same round, with autocannon on loopback. Per round, in this order, one system at a time
+// (each is stopped before the next starts, so none steals CPU from another):
+//   1. baseline: nginx proxying a bare Fastify route (bench/bare.mjs, its own process);
+//   2. all-in-one, what `npm start` runs (embedded PGlite, in-process cache and bus):
+//      (a) authenticated cached read-by-id, (b) unauthenticated ping, then (a) again at half
+//      the rate (a) reached, for its p99;
+//   3. split: crud and the gateway as two processes on real Postgres (a fresh database),
+//      Redis and NATS, tokens from a JWKS the bench serves: (c) cached read-by-id via the gateway.
+// Then a table per round and one with the median of the rounds (ratios to nginx are taken per
+// round, then their median), each target with PASS or FAIL. A failed target is a result (exit
+// 0); a broken run is not (exit 1): a process that does not start, or any non-2xx answer,
+// error or timeout during a scenario, which then does not count.
+// With `--profile` (or BENCH_PROFILE=1) it then runs (a) once more against an all-in-one
+// started with --cpu-prof and prints the top 10 functions by self time under that load.
 //
-// Env: DATABASE_URL (a server where a fresh database is created and dropped; default
-// postgres://postgres@127.0.0.1:5432/postgres), REDIS_URL, NATS_URL (defaults on 127.0.0.1),
-// BENCH_DURATION seconds per scenario (default 5), BENCH_CONNECTIONS (default 10).
+// Env: BENCH_ROUNDS (3), BENCH_DURATION seconds per scenario (5), BENCH_WARMUP seconds before
+// each (2), BENCH_CONNECTIONS (10), BENCH_LOG_LEVEL of the platform's processes (info, what
+// `npm start` logs), BENCH_NGINX_WORKERS (1), BENCH_EXTRA=1 for the split extras (list and
+// uncached reads, create), BENCH_PROFILE=1; DATABASE_URL (a server where a fresh database is
+// created and dropped; default postgres://postgres@127.0.0.1:5432/postgres), REDIS_URL,
+// NATS_URL (defaults on 127.0.0.1). Builds first when a dist/ entry is missing.
 import { spawn, spawnSync } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createServer as createNetServer } from 'node:net';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import pg from 'pg';
+import { topSelfTime } from './cpu-profile.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
+
+function wholeNumber(name, fallback, min) {
+  const raw = process.env[name];
+  const value = raw === undefined || raw === '' ? fallback : Number(raw);
+  if (!Number.isInteger(value) || value < min) {
+    console.error(`${name} must be a whole number >= ${min} (got ${JSON.stringify(raw)})`);
+    process.exit(2);
+  }
+  return value;
+}
+const ROUNDS = wholeNumber('BENCH_ROUNDS', 3, 0);
+const DURATION = wholeNumber('BENCH_DURATION', 5, 1);
+const WARMUP = wholeNumber('BENCH_WARMUP', 2, 1);
+const CONNECTIONS = wholeNumber('BENCH_CONNECTIONS', 10, 1);
+const NGINX_WORKERS = wholeNumber('BENCH_NGINX_WORKERS', 1, 1);
+const LOG_LEVEL = process.env.BENCH_LOG_LEVEL || 'info';
+const EXTRA = process.env.BENCH_EXTRA === '1';
+const PROFILE = process.env.BENCH_PROFILE === '1' || process.argv.includes('--profile');
 const BASE_DATABASE_URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
 const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
 const NATS_URL = process.env.NATS_URL || 'nats://127.0.0.1:4222';
-const DURATION = Number(process.env.BENCH_DURATION || 5);
-const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS || 10);
+const NGINX = '/usr/sbin/nginx';
+/** The issuer and audience of the tokens the bench mints for split mode. */
 const ISSUER = 'http://localhost:3000';
 const AUDIENCE = 'api-platform';
+const ADMIN_EMAIL = 'bench@example.com';
+/** A record of the crud service's product domain (services/crud/src/domains/product.ts). */
+const PRODUCT = JSON.stringify({ name: 'Banana', price: 1.5, description: 'Yellow and sweet', stock: 120, category: 'Fruits', perishable: true });
+/** Longest wait for a process to answer its readiness probe: PGlite and the migrations take ~10 s on an idle machine. */
+const START_TIMEOUT_MS = 120_000;
+/** Longest wait for a process to exit after SIGTERM (a --cpu-prof process writes its profile then) before SIGKILL. */
+const STOP_TIMEOUT_MS = 20_000;
 
-const ENTRIES = { crud: 'services/crud/dist/main.js', gateway: 'services/gateway/dist/main.js' };
-if (Object.values(ENTRIES).some((entry) => !existsSync(`${root}/${entry}`))) {
-  console.log('building the services first (npx turbo run build)...');
-  spawnSync('npx', ['turbo', 'run', 'build', '--output-logs=errors-only'], { cwd: root, stdio: 'inherit' });
+const ENTRIES = {
+  allInOne: 'apps/all-in-one/dist/main.js',
+  crud: 'services/crud/dist/main.js',
+  gateway: 'services/gateway/dist/main.js',
+};
+
+const TARGETS = {
+  read: { text: '>= 0.5x nginx', pass: (row) => row.ratio >= 0.5 },
+  ping: { text: '>= 0.7x nginx', pass: (row) => row.ratio >= 0.7 },
+  split: { text: '>= 0.25x nginx', pass: (row) => row.ratio >= 0.25 },
+  half: { text: 'p99 <= 5 ms', pass: (row) => row.p99 <= 5 },
+};
+const LABELS = {
+  baseline: 'nginx -> bare Fastify (baseline)',
+  read: '(a) all-in-one: cached read-by-id, token',
+  ping: '(b) all-in-one: ping, no token',
+  half: '(a) at half its max rate',
+  split: '(c) split: cached read-by-id, gateway -> crud',
+  splitList: 'split: list (limit 20), cached',
+  splitCreate: 'split: create',
+  splitUncached: 'split: read-by-id, uncached',
+  splitListUncached: 'split: list (limit 20), uncached',
+};
+
+// ---------------------------------------------------------------------------------------
+// Everything the bench starts is tracked here, so an error or Ctrl-C still cleans it all up.
+
+const live = { children: new Set(), dirs: new Set(), databases: new Set(), servers: new Set() };
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const nowMicros = () => Number(process.hrtime.bigint() / 1000n);
+
+function tempDir(label) {
+  const dir = mkdtempSync(join(tmpdir(), `api-bench-${label}-`));
+  live.dirs.add(dir);
+  return dir;
+}
+function removeDir(dir) {
+  rmSync(dir, { recursive: true, force: true });
+  live.dirs.delete(dir);
 }
 
 const freePort = () =>
-  new Promise((resolve) => {
+  new Promise((resolve, reject) => {
     const server = createNetServer();
+    server.once('error', reject);
     server.listen(0, '127.0.0.1', () => {
       const { port } = server.address();
       server.close(() => resolve(port));
     });
   });
 
-/** A fresh database for this run, dropped at the end. */
-async function createDatabase() {
-  const name = `bench_${randomUUID().replace(/-/g, '').slice(0, 12)}`;
-  const admin = new pg.Client({ connectionString: BASE_DATABASE_URL });
-  await admin.connect();
-  await admin.query(`create database ${name}`);
-  await admin.end();
-  const url = new URL(BASE_DATABASE_URL);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    drop: async () => {
-      const client = new pg.Client({ connectionString: BASE_DATABASE_URL });
-      await client.connect();
-      await client.query(`drop database if exists ${name} with (force)`);
-      await client.end();
-    },
-  };
+function lastLines(path, count = 25) {
+  if (!existsSync(path)) return '(no log)';
+  const lines = readFileSync(path, 'utf8').trimEnd().split('\n');
+  return lines.slice(-count).map((line) => line.slice(0, 400)).join('\n');
 }
 
-/** The bench's own signing key, its public half served as a JWKS, standing in for sso. */
+/**
+ * Spawns a process in its own process group (so nginx's workers go with their master) with
+ * its output in `log`, and resolves once `ready()` is true. Rejects with the log's tail when
+ * the process exits or is not ready within START_TIMEOUT_MS.
+ */
+async function startProcess(name, command, args, { env, log, ready }) {
+  const fd = openSync(log, 'a');
+  const child = spawn(command, args, { cwd: root, env, stdio: ['ignore', fd, fd], detached: true });
+  closeSync(fd);
+  const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal)));
+  child.once('error', () => undefined);
+  const handle = { name, child, exited, log };
+  live.children.add(handle);
+  const deadline = Date.now() + START_TIMEOUT_MS;
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) {
+      live.children.delete(handle);
+      throw new Error(`${name} exited (${child.exitCode ?? child.signalCode}) before it was ready; its log ends:\n${lastLines(log)}`);
+    }
+    if (await ready().catch(() => false)) return handle;
+    if (Date.now() > deadline) {
+      await stopProcess(handle);
+      throw new Error(`${name} was not ready within ${START_TIMEOUT_MS / 1000} s; its log ends:\n${lastLines(log)}`);
+    }
+    await sleep(200);
+  }
+}
+
+/** SIGTERM to the process group, SIGKILL after STOP_TIMEOUT_MS; resolves with the exit code or signal. */
+async function stopProcess(handle) {
+  const { child, exited } = handle;
+  if (child.exitCode === null && child.signalCode === null) {
+    try {
+      process.kill(-child.pid, 'SIGTERM');
+    } catch {
+      // already gone
+    }
+    const outcome = await Promise.race([exited, sleep(STOP_TIMEOUT_MS).then(() => 'timeout')]);
+    if (outcome === 'timeout') {
+      console.error(`  ${handle.name} did not exit within ${STOP_TIMEOUT_MS / 1000} s of SIGTERM; killing it`);
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+  }
+  const code = await exited;
+  live.children.delete(handle);
+  return code;
+}
+
+/** Stops every process, drops every database and removes every directory the bench made. */
+async function cleanUp() {
+  await Promise.all([...live.children].map((handle) => stopProcess(handle).catch(() => undefined)));
+  for (const server of live.servers) {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+  live.servers.clear();
+  for (const drop of live.databases) await drop().catch((error) => console.error(`could not drop a bench database: ${error.message}`));
+  for (const dir of live.dirs) removeDir(dir);
+}
+
+// Last resort when the process exits some other way: nothing asynchronous runs here.
+process.on('exit', () => {
+  for (const { child } of live.children) {
+    try {
+      process.kill(-child.pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  for (const dir of live.dirs) rmSync(dir, { recursive: true, force: true });
+});
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.once(signal, () => {
+    console.error(`\n${signal}: stopping every process the bench started...`);
+    cleanUp().finally(() => process.exit(130));
+  });
+}
+
+// ---------------------------------------------------------------------------------------
+// HTTP helpers and the measurement itself.
+
+const answers = (url, status = 200) => async () => (await fetch(url, { signal: AbortSignal.timeout(2000) })).status === status;
+
+/** Broken runs, by scenario and round: they do not count, and make the exit code 1. */
+const broken = [];
+
+/** autocannon for BENCH_WARMUP seconds (not counted), then for BENCH_DURATION seconds. */
+async function measure(round, key, options) {
+  const run = (duration, extra = {}) => autocannon({ ...options, connections: CONNECTIONS, duration, ...extra });
+  const warm = options.overallRate ? { non2xx: 0, errors: 0, timeouts: 0 } : await run(WARMUP);
+  const result = await run(DURATION);
+  const failures = [warm, result].reduce((sum, r) => sum + r.non2xx + r.errors + r.timeouts, 0);
+  const row = { key, rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, failures };
+  const line = `  ${LABELS[key].padEnd(48)} ${String(Math.round(row.rps)).padStart(7)} rps  p50 ${row.p50} ms  p99 ${row.p99} ms`;
+  if (failures > 0) {
+    const statuses = JSON.stringify(result.statusCodeStats ?? {});
+    console.log(`${line}\n  !!!!! BROKEN: ${failures} non-2xx answers, errors or timeouts (statuses ${statuses}); this scenario does not count !!!!!`);
+    broken.push(`round ${round}: ${LABELS[key]} (${failures} failures)`);
+  } else {
+    console.log(line);
+  }
+  return row;
+}
+
+async function expectStatus(response, status, what) {
+  if (response.status !== status) throw new Error(`${what}: expected ${status}, got ${response.status} ${(await response.text()).slice(0, 500)}`);
+  return response;
+}
+
+async function createProduct(base, token) {
+  const response = await fetch(`${base}/api/v1/products`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: PRODUCT,
+    signal: AbortSignal.timeout(10_000),
+  });
+  await expectStatus(response, 201, 'creating a product');
+  return (await response.json())[0].id;
+}
+
+// ---------------------------------------------------------------------------------------
+// The systems under test.
+
+function nodeEnv(extra) {
+  return { PATH: process.env.PATH, HOST: '127.0.0.1', LOG_LEVEL, ...extra };
+}
+
+/**
+ * Builds a system whose parts (processes, directories, databases) `build` registers with
+ * `own(stop)` as it starts them. Returns what `build` returns plus `stop()`, which stops the
+ * parts last first; when `build` throws, the parts started so far are stopped before the error
+ * goes on, so a system that fails half-way leaves nothing running into the next scenario.
+ */
+async function withParts(build) {
+  const parts = [];
+  const stop = async () => {
+    while (parts.length > 0) await parts.pop()().catch((error) => console.error(`  cleaning up: ${error.message}`));
+  };
+  try {
+    return { ...(await build((part) => parts.push(part))), stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+/** 1. nginx with a keep-alive pool to a bare Fastify route: the ceiling to compare with. */
+function startBaseline() {
+  return withParts(async (own) => {
+    const dir = tempDir('nginx');
+    own(async () => removeDir(dir));
+    const [barePort, nginxPort] = [await freePort(), await freePort()];
+    const bare = await startProcess('bare Fastify', process.execPath, [join(root, 'bench/bare.mjs')], {
+      env: { PATH: process.env.PATH, PORT: String(barePort) },
+      log: join(dir, 'bare.log'),
+      ready: answers(`http://127.0.0.1:${barePort}/record`),
+    });
+    own(() => stopProcess(bare));
+    // One worker under a master, as nginx runs in production: on this 2-core machine autocannon
+    // takes one core and the backend (one Node event loop) the other, so a second worker would
+    // only contend with them; the services measured against it are one event loop too.
+    // BENCH_NGINX_WORKERS changes it. The temp paths default to /var/lib/nginx: moved here.
+    const conf = join(dir, 'nginx.conf');
+    const temp = (name) => join(dir, name);
+    writeFileSync(
+      conf,
+      `worker_processes ${NGINX_WORKERS};
+pid ${temp('nginx.pid')};
+error_log ${temp('error.log')} warn;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  client_body_temp_path ${temp('client_body')};
+  proxy_temp_path ${temp('proxy')};
+  fastcgi_temp_path ${temp('fastcgi')};
+  uwsgi_temp_path ${temp('uwsgi')};
+  scgi_temp_path ${temp('scgi')};
+  upstream bare {
+    server 127.0.0.1:${barePort};
+    keepalive 32;
+  }
+  server {
+    listen 127.0.0.1:${nginxPort};
+    location / {
+      proxy_pass http://bare;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+    }
+  }
+}
+`,
+    );
+    const nginx = await startProcess('nginx', NGINX, ['-p', dir, '-c', conf, '-e', temp('error.log'), '-g', 'daemon off;'], {
+      env: { PATH: process.env.PATH },
+      log: join(dir, 'nginx.log'),
+      ready: answers(`http://127.0.0.1:${nginxPort}/record`),
+    });
+    own(() => stopProcess(nginx));
+    return { url: `http://127.0.0.1:${nginxPort}/record` };
+  });
+}
+
+/** How often a start that lost a port race is tried again, and how long apart. */
+const PORT_RETRIES = 5;
+const PORT_RETRY_DELAY_MS = 10_000;
+
+/**
+ * 2. The all-in-one as `npm start` runs it. Today's build binds loopback ports 3001-3005 for
+ * its inner services besides PORT, so a test elsewhere on this machine can hold one for a
+ * moment: a start that fails with EADDRINUSE is tried again, a few times.
+ */
+async function startAllInOne(options = {}) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startAllInOneOnce(options);
+    } catch (error) {
+      if (!String(error.message).includes('EADDRINUSE') || attempt >= PORT_RETRIES) throw error;
+      const port = /EADDRINUSE[^\n]*?(\d+\.\d+\.\d+\.\d+:\d+)/.exec(error.message)?.[1] ?? 'a port';
+      console.log(`  (the all-in-one could not bind ${port}, taken by another process; trying again in ${PORT_RETRY_DELAY_MS / 1000} s, ${attempt}/${PORT_RETRIES - 1})`);
+      await sleep(PORT_RETRY_DELAY_MS);
+    }
+  }
+}
+
+/** A fresh data directory, a bootstrap admin's token and one product. */
+function startAllInOneOnce({ nodeArgs = [] }) {
+  return withParts(async (own) => {
+    const dir = tempDir('all-in-one');
+    own(async () => removeDir(dir));
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    const password = randomBytes(18).toString('base64url');
+    const handle = await startProcess('all-in-one', process.execPath, ['--max-semi-space-size=2', ...nodeArgs, join(root, ENTRIES.allInOne)], {
+      // No DATABASE_URL, REDIS_URL or NATS_URL: the embedded database, cache and bus.
+      env: nodeEnv({ PORT: String(port), DATA_DIR: join(dir, 'data'), BOOTSTRAP_ADMIN_EMAIL: ADMIN_EMAIL, BOOTSTRAP_ADMIN_PASSWORD: password }),
+      log: join(dir, 'all-in-one.log'),
+      ready: answers(`${base}/api/v1/health/readiness`),
+    });
+    own(async () => {
+      const code = await stopProcess(handle);
+      if (code !== 0) console.log(`  (the all-in-one exited with ${code} on SIGTERM: ${lastLines(handle.log, 1)})`);
+    });
+    // The bootstrap admin is created shortly after the platform answers: retry for a while.
+    const form = new URLSearchParams({ grant_type: 'password', username: ADMIN_EMAIL, password }).toString();
+    const deadline = Date.now() + 20_000;
+    let token;
+    while (!token) {
+      const response = await fetch(`${base}/api/v1/sso/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: form,
+        signal: AbortSignal.timeout(10_000),
+      }).catch((error) => ({ status: 0, text: async () => error.message }));
+      if (response.status === 200) token = (await response.json()).access_token;
+      else if (Date.now() > deadline) throw new Error(`no token for the bootstrap admin within 20 s: ${response.status} ${(await response.text()).slice(0, 500)}`);
+      else await sleep(250);
+    }
+    return { base, token, id: await createProduct(base, token) };
+  });
+}
+
+/** A fresh database for a round's split mode; `drop` removes it. */
+async function createDatabase() {
+  const name = `bench_${randomUUID().replace(/-/g, '').slice(0, 12)}`;
+  const admin = new pg.Client({ connectionString: BASE_DATABASE_URL, connectionTimeoutMillis: 5000 });
+  await admin.connect();
+  try {
+    await admin.query(`create database ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const drop = async () => {
+    const client = new pg.Client({ connectionString: BASE_DATABASE_URL, connectionTimeoutMillis: 5000 });
+    await client.connect();
+    try {
+      await client.query(`drop database if exists ${name} with (force)`);
+    } finally {
+      await client.end();
+    }
+    live.databases.delete(drop);
+  };
+  live.databases.add(drop);
+  const url = new URL(BASE_DATABASE_URL);
+  url.pathname = `/${name}`;
+  return { url: url.toString(), drop };
+}
+
+/** The bench's own signing key, its public half served as a JWKS, standing in for sso in split mode. */
 async function startJwks() {
   const { privateKey, publicKey } = await generateKeyPair('ES256');
   const kid = randomUUID();
@@ -70,126 +427,248 @@ async function startJwks() {
     res.end(JSON.stringify({ keys: [jwk] }));
   });
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const token = await new SignJWT({ roles: [] })
-    .setProtectedHeader({ alg: 'ES256', kid, typ: 'JWT' })
-    .setIssuer(ISSUER)
-    .setAudience(AUDIENCE)
-    .setSubject(randomUUID())
-    .setIssuedAt()
-    .setJti(randomUUID())
-    .setExpirationTime('1h')
-    .sign(privateKey);
-  return { url: `http://127.0.0.1:${server.address().port}/jwks`, token, close: () => new Promise((resolve) => server.close(resolve)) };
+  live.servers.add(server);
+  const mint = () =>
+    new SignJWT({ roles: [] })
+      .setProtectedHeader({ alg: 'ES256', kid, typ: 'at+jwt' })
+      .setIssuer(ISSUER)
+      .setAudience(AUDIENCE)
+      .setSubject(randomUUID())
+      .setIssuedAt()
+      .setJti(randomUUID())
+      .setExpirationTime('1h')
+      .sign(privateKey);
+  return { url: `http://127.0.0.1:${server.address().port}/jwks`, mint };
 }
 
-const children = new Set();
-/** Spawns a node process and resolves once `ready` answers. */
-async function startProcess(name, entry, env, ready) {
-  const child = spawn(process.execPath, [`${root}/${entry}`], {
-    env: { PATH: process.env.PATH, HOST: '127.0.0.1', LOG_LEVEL: 'warn', NODE_ENV: 'production', ...env },
-    stdio: ['ignore', 'ignore', 'pipe'],
+/** 3. crud and the gateway as separate processes on a fresh database, real Redis and NATS. */
+function startSplit(jwks) {
+  return withParts(async (own) => {
+    const dir = tempDir('split');
+    own(async () => removeDir(dir));
+    const database = await createDatabase();
+    own(database.drop);
+    const [crudPort, gatewayPort] = [await freePort(), await freePort()];
+    const verify = { JWKS_URL: jwks.url, JWT_ISSUER: ISSUER, JWT_AUDIENCE: AUDIENCE, NODE_ENV: 'production' };
+    const crudEnv = nodeEnv({ ...verify, PORT: String(crudPort), DATABASE_URL: database.url, REDIS_URL, NATS_URL });
+    const startCrud = (ttl) =>
+      startProcess('crud', process.execPath, [join(root, ENTRIES.crud)], {
+        env: { ...crudEnv, ...(ttl === undefined ? {} : { CACHE_TTL_SECONDS: String(ttl) }) },
+        log: join(dir, 'crud.log'),
+        ready: answers(`http://127.0.0.1:${crudPort}/health/readiness`),
+      });
+    let crud = await startCrud();
+    own(() => stopProcess(crud));
+    const gateway = await startProcess('gateway', process.execPath, [join(root, ENTRIES.gateway)], {
+      env: nodeEnv({ ...verify, PORT: String(gatewayPort), PLATFORM_SERVICES: 'crud', CRUD_URL: `http://127.0.0.1:${crudPort}` }),
+      log: join(dir, 'gateway.log'),
+      ready: answers(`http://127.0.0.1:${gatewayPort}/health/liveness`),
+    });
+    own(() => stopProcess(gateway));
+    return {
+      base: `http://127.0.0.1:${gatewayPort}`,
+      /** Restarts crud alone, on the same port and database, with another cache TTL. */
+      restartCrud: async (ttl) => {
+        await stopProcess(crud);
+        crud = await startCrud(ttl);
+      },
+    };
   });
-  let stderr = '';
-  child.stderr.on('data', (chunk) => (stderr += chunk));
-  children.add(child);
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`${name} exited with ${child.exitCode}:\n${stderr}`);
-    if (await ready().catch(() => false)) break;
-    if (Date.now() > deadline) throw new Error(`${name} did not become ready:\n${stderr}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+}
+
+// ---------------------------------------------------------------------------------------
+// A round, the report, the profile.
+
+/**
+ * Runs one system's scenarios; when the system fails to start or breaks, says so loudly,
+ * counts the round's run as broken and lets the round go on with the next system.
+ */
+async function phase(round, name, run) {
+  try {
+    await run();
+  } catch (error) {
+    console.log(`  !!!!! BROKEN: ${name} failed, its scenarios do not count this round:\n${error.message}`);
+    broken.push(`round ${round}: ${name}: ${error.message.split('\n')[0]}`);
   }
-  return {
-    stop: async () => {
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      await exited;
-      children.delete(child);
-    },
-  };
-}
-const answers = (url) => async () => (await fetch(url)).ok;
-
-async function measure(label, options) {
-  // A short warm-up lets the JIT and the pools settle; only the second run counts.
-  await autocannon({ ...options, connections: CONNECTIONS, duration: 1 });
-  const result = await autocannon({ ...options, connections: CONNECTIONS, duration: DURATION });
-  const failed = result.non2xx + result.errors + result.timeouts;
-  process.stdout.write(`  ${label}: ${Math.round(result.requests.average)} rps${failed ? ` (${failed} failed!)` : ''}\n`);
-  return { label, rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, failed };
 }
 
-const database = await createDatabase();
-const jwks = await startJwks();
-const stops = [];
+async function runRound(round, jwks) {
+  console.log(`\nround ${round}/${ROUNDS} (load average ${loadavg().map((n) => n.toFixed(2)).join(' ')})`);
+  const rows = [];
+
+  await phase(round, 'nginx baseline', async () => {
+    const baseline = await startBaseline();
+    try {
+      rows.push(await measure(round, 'baseline', { url: baseline.url }));
+    } finally {
+      await baseline.stop();
+    }
+  });
+
+  await phase(round, 'all-in-one', async () => {
+    const platform = await startAllInOne();
+    try {
+      const auth = { authorization: `Bearer ${platform.token}` };
+      const readUrl = `${platform.base}/api/v1/products/${platform.id}`;
+      const read = await measure(round, 'read', { url: readUrl, headers: auth });
+      rows.push(read);
+      rows.push(await measure(round, 'ping', { url: `${platform.base}/api/v1/products/ping` }));
+      const rate = Math.max(1, Math.floor(read.rps / 2));
+      const half = await measure(round, 'half', { url: readUrl, headers: auth, overallRate: rate });
+      rows.push({ ...half, rate });
+    } finally {
+      await platform.stop();
+    }
+  });
+
+  await phase(round, 'split mode', async () => {
+    const split = await startSplit(jwks);
+    try {
+      const token = await jwks.mint();
+      const auth = { authorization: `Bearer ${token}` };
+      const id = await createProduct(split.base, token);
+      const readUrl = `${split.base}/api/v1/products/${id}`;
+      rows.push(await measure(round, 'split', { url: readUrl, headers: auth }));
+      if (EXTRA) {
+        for (let i = 0; i < 99; i++) await createProduct(split.base, token);
+        const listUrl = `${split.base}/api/v1/products?limit=20`;
+        rows.push(await measure(round, 'splitList', { url: listUrl, headers: auth }));
+        const create = { url: `${split.base}/api/v1/products`, method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: PRODUCT };
+        rows.push(await measure(round, 'splitCreate', create));
+        await split.restartCrud(0);
+        rows.push(await measure(round, 'splitUncached', { url: readUrl, headers: auth }));
+        rows.push(await measure(round, 'splitListUncached', { url: listUrl, headers: auth }));
+      }
+    } finally {
+      await split.stop();
+    }
+  });
+
+  const baseline = rows.find((row) => row.key === 'baseline' && row.failures === 0);
+  for (const row of rows) row.ratio = row.key === 'half' || !baseline ? undefined : row.rps / baseline.rps;
+  console.table(
+    rows.map((row) => ({
+      scenario: LABELS[row.key] + (row.rate ? ` (${row.rate} rps asked)` : ''),
+      rps: Math.round(row.rps),
+      'p50 ms': row.p50,
+      'p99 ms': row.p99,
+      'x nginx': row.ratio === undefined ? '-' : row.ratio.toFixed(2),
+      ...(row.failures ? { BROKEN: row.failures } : {}),
+    })),
+  );
+  return rows;
+}
+
+function median(values) {
+  if (values.length === 0) return undefined;
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+}
+
+function report(rounds) {
+  const keys = Object.keys(LABELS).filter((key) => !key.startsWith('split') || key === 'split' || EXTRA);
+  console.log(`\nmedian of ${rounds.length} round(s); ratios are to the same round's nginx baseline, then their median`);
+  const table = keys.map((key) => {
+    const counted = rounds.flatMap((rows) => rows.filter((row) => row.key === key && row.failures === 0));
+    const ratios = counted.flatMap((row) => (row.ratio === undefined ? [] : [row.ratio]));
+    const summary = { rps: median(counted.map((r) => r.rps)), p50: median(counted.map((r) => r.p50)), p99: median(counted.map((r) => r.p99)), ratio: median(ratios) };
+    const target = TARGETS[key];
+    let verdict = '';
+    if (target) {
+      const measurable = counted.length > 0 && (key === 'half' || summary.ratio !== undefined);
+      verdict = measurable ? (target.pass(summary) ? 'PASS' : 'FAIL') : 'BROKEN';
+    }
+    return {
+      scenario: LABELS[key],
+      rps: summary.rps === undefined ? '-' : Math.round(summary.rps),
+      'p50 ms': summary.p50 ?? '-',
+      'p99 ms': summary.p99 ?? '-',
+      'x nginx': summary.ratio === undefined ? '-' : summary.ratio.toFixed(2),
+      target: target?.text ?? '',
+      verdict,
+      rounds: `${counted.length}/${rounds.length}`,
+    };
+  });
+  console.table(table);
+}
+
+/** Scenario (a) against an all-in-one under --cpu-prof; prints the top 10 functions by self time during the load. */
+async function profile() {
+  console.log(`\nCPU profile: scenario (a) for ${DURATION} s against an all-in-one started with --cpu-prof`);
+  const profileDir = tempDir('cpu-profile');
+  const platform = await startAllInOne({ nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] });
+  let window;
+  try {
+    const options = { url: `${platform.base}/api/v1/products/${platform.id}`, headers: { authorization: `Bearer ${platform.token}` }, connections: CONNECTIONS };
+    await autocannon({ ...options, duration: WARMUP });
+    // Startup (migrations, PGlite) would fill the profile otherwise: only samples taken
+    // between these two instants count. Node's hrtime and V8's profile timestamps both read
+    // the monotonic clock in microseconds, so they compare across processes (Linux).
+    const from = nowMicros();
+    const result = await autocannon({ ...options, duration: DURATION });
+    window = { from, to: nowMicros() };
+    const failures = result.non2xx + result.errors + result.timeouts;
+    console.log(`  under the profiler: ${Math.round(result.requests.average)} rps, p99 ${result.latency.p99} ms`);
+    if (failures > 0) {
+      console.log(`  !!!!! BROKEN: ${failures} non-2xx answers, errors or timeouts under the profiler !!!!!`);
+      broken.push(`profile run (${failures} failures)`);
+    }
+  } finally {
+    await platform.stop();
+  }
+  const file = readdirSync(profileDir).find((name) => name.endsWith('.cpuprofile'));
+  if (!file) throw new Error('the all-in-one wrote no .cpuprofile (did it exit through its SIGTERM handler?)');
+  const parsed = JSON.parse(readFileSync(join(profileDir, file), 'utf8'));
+  let top = topSelfTime(parsed, { limit: 10, window });
+  if (top.busyMs === 0) {
+    console.log('  (no samples inside the load window: this clock does not match the profile\'s; showing the whole process life, startup included)');
+    top = topSelfTime(parsed, { limit: 10 });
+  }
+  removeDir(profileDir);
+  const where = (url) => url.replace(/^file:\/\//, '').replace(root, '');
+  console.log(`  ${top.busyMs.toFixed(0)} ms busy, ${top.idleMs.toFixed(0)} ms idle in the load window; top 10 by self time (% of busy):`);
+  console.table(
+    top.functions.map((fn) => ({
+      function: fn.name,
+      where: fn.url ? `${where(fn.url)}:${fn.line}` : '(native)',
+      'self ms': Number(fn.selfMs.toFixed(1)),
+      '%': Number(fn.percent.toFixed(1)),
+    })),
+  );
+}
+
+// ---------------------------------------------------------------------------------------
+
+if (!existsSync(NGINX)) {
+  console.error(`nginx is missing (${NGINX}): the baseline needs it. Install it with:\n  apt-get install -y nginx-light`);
+  process.exit(1);
+}
+if (Object.values(ENTRIES).some((entry) => !existsSync(join(root, entry)))) {
+  console.log('building first (npx turbo run build)...');
+  const build = spawnSync('npx', ['turbo', 'run', 'build', '--output-logs=errors-only'], { cwd: root, stdio: 'inherit' });
+  if (build.status !== 0) process.exit(1);
+}
+
+console.log(
+  `bench: ${ROUNDS} round(s), ${WARMUP} s warm-up + ${DURATION} s per scenario, ${CONNECTIONS} connections, loopback, ` +
+    `${cpus().length} CPUs, load average ${loadavg().map((n) => n.toFixed(2)).join(' ')}; platform LOG_LEVEL=${LOG_LEVEL}, nginx workers ${NGINX_WORKERS}`,
+);
+let failed = false;
 try {
-  const [barePort, crudPort, gatewayPort] = await Promise.all([freePort(), freePort(), freePort()]);
-  const crudEnv = { PORT: String(crudPort), DATABASE_URL: database.url, REDIS_URL, NATS_URL, JWKS_URL: jwks.url, JWT_ISSUER: ISSUER, JWT_AUDIENCE: AUDIENCE };
-  // The gateway verifies tokens at the edge too: against the same JWKS as crud.
-  const gatewayEnv = {
-    PORT: String(gatewayPort),
-    PLATFORM_SERVICES: 'crud',
-    CRUD_URL: `http://127.0.0.1:${crudPort}`,
-    JWKS_URL: jwks.url,
-    JWT_ISSUER: ISSUER,
-    JWT_AUDIENCE: AUDIENCE,
-  };
-  const gateway = `http://127.0.0.1:${gatewayPort}`;
-  const auth = { authorization: `Bearer ${jwks.token}`, 'content-type': 'application/json' };
-  const product = JSON.stringify({ name: 'Banana', price: 1.99, description: 'Yellow and sweet', stock: 120, category: 'Fruits', perishable: true });
-
-  const bare = await startProcess('bare fastify', 'bench/bare.mjs', { PORT: String(barePort) }, answers(`http://127.0.0.1:${barePort}/record`));
-  stops.push(bare.stop);
-  let crud = await startProcess('crud', ENTRIES.crud, { ...crudEnv, CACHE_TTL_SECONDS: '600' }, answers(`http://127.0.0.1:${crudPort}/health/readiness`));
-  const gatewayProcess = await startProcess('gateway', ENTRIES.gateway, gatewayEnv, answers(`${gateway}/health/liveness`));
-  stops.push(gatewayProcess.stop);
-
-  // Seed: one record to read, and enough for full list pages.
-  const seeded = [];
-  for (let i = 0; i < 100; i++) {
-    const response = await fetch(`${gateway}/api/v1/products`, { method: 'POST', headers: auth, body: product });
-    if (response.status !== 201) throw new Error(`seeding failed: ${response.status} ${await response.text()}`);
-    seeded.push((await response.json())[0].id);
-  }
-  const readUrl = `${gateway}/api/v1/products/${seeded[0]}`;
-  const listUrl = `${gateway}/api/v1/products?limit=20`;
-  // The same read without the gateway hop, to separate what the cache saves from what the hop costs.
-  const directReadUrl = readUrl.replace(gateway, `http://127.0.0.1:${crudPort}`);
-
-  console.log(`bench: ${DURATION} s per scenario, ${CONNECTIONS} connections, loopback; gateway and crud in separate processes`);
-  const results = [];
-  results.push(await measure('bare Fastify route (baseline)', { url: `http://127.0.0.1:${barePort}/record` }));
-  results.push(await measure('ping through the gateway (no auth, cache or db)', { url: `${gateway}/api/v1/products/ping` }));
-  results.push(await measure('read by id, cached', { url: readUrl, headers: auth }));
-  results.push(await measure('read by id, cached, crud direct', { url: directReadUrl, headers: auth }));
-  results.push(await measure('list (limit 20), cached', { url: listUrl, headers: auth }));
-  results.push(await measure('create', { url: `${gateway}/api/v1/products`, method: 'POST', headers: auth, body: product }));
-
-  // The same service with its cache turned off: every read goes to Postgres.
-  await crud.stop();
-  crud = await startProcess('crud (cache off)', ENTRIES.crud, { ...crudEnv, CACHE_TTL_SECONDS: '0' }, answers(`http://127.0.0.1:${crudPort}/health/readiness`));
-  results.push(await measure('read by id, uncached', { url: readUrl, headers: auth }));
-  results.push(await measure('read by id, uncached, crud direct', { url: directReadUrl, headers: auth }));
-  results.push(await measure('list (limit 20), uncached', { url: listUrl, headers: auth }));
-  await crud.stop();
-
-  const baseline = results[0].rps;
-  const rpsOf = (label) => results.find((r) => r.label === label).rps;
-  const rows = results.map((r) => ({
-    scenario: r.label,
-    rps: Math.round(r.rps),
-    'p50 ms': r.p50,
-    'p99 ms': r.p99,
-    'vs baseline': `${(r.rps / baseline).toFixed(2)}x`,
-    ...(r.failed ? { failed: r.failed } : {}),
-  }));
-  console.table(rows);
-  const ratio = (a, b) => `${(rpsOf(a) / rpsOf(b)).toFixed(2)}x`;
-  console.log(`cached read / uncached read, through the gateway: ${ratio('read by id, cached', 'read by id, uncached')} (goal: at least 4x)`);
-  console.log(`cached read / uncached read, crud direct:         ${ratio('read by id, cached, crud direct', 'read by id, uncached, crud direct')}`);
+  const jwks = await startJwks();
+  const rounds = [];
+  for (let round = 1; round <= ROUNDS; round++) rounds.push(await runRound(round, jwks));
+  if (rounds.length > 0) report(rounds);
+  if (PROFILE) await profile();
+} catch (error) {
+  failed = true;
+  console.error(`\nbench failed: ${error.stack ?? error}`);
 } finally {
-  for (const stop of stops.reverse()) await stop().catch(() => undefined);
-  for (const child of children) child.kill('SIGKILL');
-  await jwks.close();
-  await database.drop();
+  await cleanUp();
 }
+console.log(`load average at the end: ${loadavg().map((n) => n.toFixed(2)).join(' ')}`);
+if (broken.length > 0) {
+  console.error(`\n!!!!! ${broken.length} run(s) BROKEN (non-2xx answers, errors, timeouts or a system that failed); they were left out:\n  ${broken.join('\n  ')}`);
+}
+process.exit(failed || broken.length > 0 ? 1 : 0);
