@@ -7,6 +7,7 @@ import { jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, typ
 import type { Logger } from '../logger.js';
 import { handleError, PROBLEM_CONTENT_TYPE, sendProblem } from './errors.js';
 import { translate } from './i18n.js';
+import { registerRequestLog } from './request-log.js';
 import { validatorCompiler } from './validation.js';
 
 /** A Fastify instance whose routes are typed by their zod schemas. */
@@ -68,6 +69,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     loggerInstance: options.logger.child({ service: options.name }),
     genReqId: requestIdFor,
     requestIdHeader: false,
+    disableRequestLogging: true,
     bodyLimit: options.bodyLimit,
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
@@ -92,6 +94,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
+  registerRequestLog(app);
   // close() only drops connections idle at that moment; one busy then would be kept alive
   // after its response and hold the close open. Responses sent while closing end theirs.
   let closing = false;
