@@ -7,7 +7,7 @@ import { jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, typ
 import type { Logger } from '../logger.js';
 import { handleError, PROBLEM_CONTENT_TYPE, sendProblem } from './errors.js';
 import { translate } from './i18n.js';
-import { registerRequestLog } from './request-log.js';
+import { registerRequestLog, requestLogController } from './request-log.js';
 import { validatorCompiler } from './validation.js';
 
 /** A Fastify instance whose routes are typed by their zod schemas. */
@@ -69,7 +69,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     loggerInstance: options.logger.child({ service: options.name }),
     genReqId: requestIdFor,
     requestIdHeader: false,
-    disableRequestLogging: true,
+    logController: requestLogController(),
     bodyLimit: options.bodyLimit,
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',

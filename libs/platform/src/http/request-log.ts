@@ -1,5 +1,5 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest, FastifyTypeProvider } from 'fastify';
+import { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyTypeProvider } from 'fastify';
 
 /**
  * Paths nobody reads a line for: Kubernetes probes every few seconds per pod, and Prometheus
@@ -25,6 +25,14 @@ function pathOf(url: string): string {
 }
 
 /**
+ * Fastify's `logController` with its per-request lines ("incoming request", "request
+ * completed", "Route ... not found") off: `registerRequestLog` writes the one line instead.
+ */
+export function requestLogController(): LogController {
+  return new LogController({ disableRequestLogging: true });
+}
+
+/**
  * One line per answered request, written when the response is finished: `info` with
  * `method`, `route` (the template, so lines group by endpoint), `status` and `ms`; the
  * request id (`reqId`) and `service` come from the request's logger. A 5xx is the same line
@@ -32,8 +40,8 @@ function pathOf(url: string): string {
  * of the request's headers, cookies, query string or body is written.
  *
  * Replaces Fastify's own "incoming request" / "request completed" pair, which the app turns
- * off (`disableRequestLogging: true`). Hooks go on the instance given, so call it on the
- * root before any route is registered.
+ * off with `requestLogController()`. Hooks go on the instance given, so call it on the root
+ * before any route is registered.
  */
 export function registerRequestLog<Log extends FastifyBaseLogger, Provider extends FastifyTypeProvider>(
   app: FastifyInstance<Server, IncomingMessage, ServerResponse, Log, Provider>,
