@@ -62,7 +62,7 @@ export function serializeError(error: unknown, depth = 0): SerializedError | und
   if (error === undefined || error === null) return undefined;
   if (typeof error !== 'object') return { type: typeof error, message: String(error) };
   const e = error as Partial<Error> & { code?: unknown; statusCode?: unknown; type?: unknown; cause?: unknown; errors?: unknown };
-  const type = typeof e.type === 'string' ? e.type : typeof e.name === 'string' ? e.name : (e.constructor?.name ?? 'Object');
+  const type = error instanceof Error ? error.name : typeof e.type === 'string' ? e.type : (e.constructor?.name ?? 'Object');
   const code = typeof e.code === 'string' || typeof e.code === 'number' ? e.code : undefined;
   const statusCode = typeof e.statusCode === 'number' ? e.statusCode : undefined;
   if (error instanceof AppError && error.statusCode < 500) return { type, code, statusCode };
