@@ -24,7 +24,7 @@ describe('the all-in-one development admin (embedded)', () => {
   });
 
   const passwordsShown = () =>
-    printed.mock.calls.flatMap((args) => /Password \(shown once, store it now\): (\S+)/.exec(String(args[0]))?.[1] ?? []);
+    printed.mock.calls.flatMap((args) => /^ {4}password: +(\S+)$/m.exec(String(args[0]))?.[1] ?? []);
 
   it('creates admin@localhost with a generated password shown once, which signs in as an admin', async () => {
     expect(await eventually(async () => passwordsShown().length === 1)).toBe(true);

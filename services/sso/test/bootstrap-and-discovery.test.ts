@@ -33,7 +33,10 @@ describe.each(testModes())('bootstrap admin (%s)', (mode) => {
     const sso = await startSso(mode, { ALL_IN_ONE: 'true' });
     try {
       await waitFor(() => sso.announced.length === 1);
-      const password = /Password \(shown once, store it now\): (\S+)/.exec(sso.announced[0]!)?.[1];
+      const announcement = sso.announced[0]!;
+      expect(announcement).toMatch(/^ {4}email: +admin@localhost$/m);
+      expect(announcement).toContain('shown once');
+      const password = /^ {4}password: +(\S+)$/m.exec(announcement)?.[1];
       expect(password).toMatch(/^[\w-]{24}$/);
       expect((await sso.token({ grant_type: 'password', username: 'admin@localhost', password: password! })).status).toBe(200);
       // A restart finds the admin and shows nothing.

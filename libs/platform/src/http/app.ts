@@ -7,6 +7,7 @@ import { jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, typ
 import type { Logger } from '../logger.js';
 import { handleError, PROBLEM_CONTENT_TYPE, sendProblem } from './errors.js';
 import { translate } from './i18n.js';
+import { registerRequestLog, requestLogController } from './request-log.js';
 import { validatorCompiler } from './validation.js';
 import { invalidToken } from '../auth/auth.js';
 import { registerRouteAuth, type RouteAuthOptions } from '../auth/route-auth.js';
@@ -77,6 +78,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     loggerInstance: options.logger.child({ service: options.name }),
     genReqId: requestIdFor,
     requestIdHeader: false,
+    logController: requestLogController(),
     bodyLimit: options.bodyLimit,
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
@@ -90,6 +92,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
+  registerRequestLog(app);
   const typed = app as unknown as App;
   // Early, so it runs before every other hook and applies to every route declared after it.
   registerRouteAuth(typed, options.auth ?? { verifier: { verify: () => Promise.reject(invalidToken()) }, edge: false });

@@ -146,7 +146,7 @@ export function handleError(error: FastifyError | Error, request: FastifyRequest
   if (status >= 400 && status < 500) {
     return sendProblem(request, reply, { status, code: 'BAD_REQUEST', messageKey: 'error.badRequest' });
   }
-  request.log.error({ err: error }, 'request failed');
+  // Not logged here: the request's one log line (request-log.ts) carries this error.
   return sendProblem(request, reply, {
     status: 500,
     code: 'INTERNAL',

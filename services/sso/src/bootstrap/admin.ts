@@ -40,13 +40,32 @@ export async function bootstrapAdmin(options: BootstrapAdminOptions): Promise<Bo
   if (!identity) throw new Error('bootstrap admin: the identity could not be created or found');
   const credentialCreated = await credentials.createLocalPassword(identity.id, password);
   if (credentialCreated) logger.info({ email, identityId: identity.id }, 'bootstrap admin created');
-  if (credentialCreated && !options.password) {
-    options.announce(
-      `\n  Development administrator created: ${email}\n  Password (shown once, store it now): ${password}\n` +
-        '  Set BOOTSTRAP_ADMIN_EMAIL and BOOTSTRAP_ADMIN_PASSWORD to choose your own.\n',
-    );
-  }
+  if (credentialCreated && !options.password) options.announce(adminAnnouncement(email, password, identity.id));
   return created || credentialCreated ? 'created' : 'exists';
+}
+
+/**
+ * The generated password, as a person reads it on the terminal: plain lines set apart from
+ * the log, the email and password on lines of their own, and how to replace the password.
+ */
+export function adminAnnouncement(email: string, password: string, identityId: string): string {
+  const rule = '-'.repeat(72);
+  return [
+    '',
+    `  ${rule}`,
+    '  Development administrator created. The password is shown once: store it now.',
+    '',
+    `    email:     ${email}`,
+    `    password:  ${password}`,
+    '',
+    '  To change it, sign in (POST /api/v1/sso/token, grant_type=password), find its LOCAL',
+    `  credential (GET /api/v1/credentials?identity_id=${identityId}), then send`,
+    '  PUT /api/v1/credentials/<credential id> with {"secret": "<new password>"}.',
+    '  To choose the first admin yourself, set BOOTSTRAP_ADMIN_EMAIL and',
+    '  BOOTSTRAP_ADMIN_PASSWORD before the first start.',
+    `  ${rule}`,
+    '',
+  ].join('\n');
 }
 
 /**

@@ -1,0 +1,86 @@
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyTypeProvider } from 'fastify';
+
+/**
+ * Paths nobody reads a line for: Kubernetes probes every few seconds per pod, and Prometheus
+ * scrapes. Matched on the path (not the route template) so the gateway, whose proxied
+ * routes are wildcards, skips the public probes too.
+ */
+const QUIET_PATHS = new Set([
+  '/health/liveness',
+  '/health/readiness',
+  '/api/v1/health/liveness',
+  '/api/v1/health/readiness',
+  '/metrics',
+]);
+
+/** Longest path a line keeps for a request that matched no route: anyone can send any URL. */
+const UNMATCHED_PATH_MAX = 100;
+
+/** The path without its query string (which may carry a token) or one trailing slash. */
+function pathOf(url: string): string {
+  const query = url.indexOf('?');
+  const path = query === -1 ? url : url.slice(0, query);
+  return path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
+}
+
+/**
+ * Fastify's `logController` with its per-request lines ("incoming request", "request
+ * completed", "Route ... not found") off: `registerRequestLog` writes the one line instead.
+ */
+export function requestLogController(): LogController {
+  return new LogController({ disableRequestLogging: true });
+}
+
+/**
+ * One line per answered request, written when the response is finished: `info` with
+ * `method`, `route` (the template, so lines group by endpoint), `status` and `ms`; the
+ * request id (`reqId`) and `service` come from the request's logger. A 5xx is the same line
+ * at `error` with the error that caused it, so a failing request is still one line. Nothing
+ * of the request's headers, cookies, query string or body is written.
+ *
+ * Replaces Fastify's own "incoming request" / "request completed" pair, which the app turns
+ * off with `requestLogController()`. Hooks go on the instance given, so call it on the root
+ * before any route is registered.
+ */
+export function registerRequestLog<Log extends FastifyBaseLogger, Provider extends FastifyTypeProvider>(
+  app: FastifyInstance<Server, IncomingMessage, ServerResponse, Log, Provider>,
+): void {
+  // The error a request failed with, kept until its response is logged. A WeakMap, not a
+  // request decoration: only failing requests pay for it, and nothing outlives the request.
+  const failures = new WeakMap<FastifyRequest, Error>();
+
+  app.addHook('onError', (request, _reply, error, done) => {
+    failures.set(request, error);
+    done();
+  });
+
+  // Callback style, not async: no promise per request.
+  app.addHook('onResponse', (request, reply, done) => {
+    logResponse(request, reply, failures);
+    done();
+  });
+}
+
+function logResponse(request: FastifyRequest, reply: FastifyReply, failures: WeakMap<FastifyRequest, Error>): void {
+  const url = request.url;
+  if (QUIET_PATHS.has(pathOf(url))) return;
+  const route = request.routeOptions.url;
+  const status = reply.statusCode;
+  const ms = Math.round(reply.elapsedTime * 10) / 10;
+  if (status < 400) {
+    request.log.info({ method: request.method, route, status, ms }, 'request');
+    return;
+  }
+  const error = failures.get(request);
+  // A request that matched no route has no template: its path, cut short, says what was asked.
+  const path = route === undefined ? pathOf(url).slice(0, UNMATCHED_PATH_MAX) : undefined;
+  if (status >= 500) {
+    request.log.error({ method: request.method, route, path, status, ms, err: error }, 'request failed');
+    return;
+  }
+  // A 4xx is the client's doing: the error's code (or kind) says why, never its message,
+  // which can quote what the client sent (a JSON parse error quotes the body).
+  const code = error && ((error as { code?: unknown }).code ?? error.name);
+  request.log.info({ method: request.method, route, path, status, ms, code }, 'request');
+}
