@@ -307,9 +307,14 @@ http {
   fastcgi_temp_path ${temp('fastcgi')};
   uwsgi_temp_path ${temp('uwsgi')};
   scgi_temp_path ${temp('scgi')};
+  # nginx closes a keep-alive connection after 1000 requests by default (client and upstream
+  # side): autocannon counts the race with its next request as an error. A benchmark's
+  # connections live for the whole run, as the platform's do.
+  keepalive_requests 1000000;
   upstream bare {
     server 127.0.0.1:${barePort};
     keepalive 32;
+    keepalive_requests 1000000;
   }
   server {
     listen 127.0.0.1:${nginxPort};
