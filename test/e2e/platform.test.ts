@@ -51,7 +51,7 @@ describe.each(testModes())('all-in-one platform (%s)', (mode) => {
   /** Signs in the development admin the all-in-one creates: sso, credentials and identity, in process. */
   const signInAdmin = async () => {
     expect(await eventually(async () => announced.length === 1)).toBe(true);
-    const password = /Password \(shown once, store it now\): (\S+)/.exec(announced[0]!)?.[1] ?? '';
+    const password = /^ {4}password: +(\S+)$/m.exec(announced[0]!)?.[1] ?? '';
     const response = await fetch(`${platform.url}/api/v1/sso/token`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
@@ -211,8 +211,8 @@ describe('standalone entries', () => {
         const response = await fetch(`${url}${INTERNAL_ROUTES.identityLookup}`, { method: 'POST', headers, body: JSON.stringify({ email: 'nobody@example.com' }) });
         return [response.status, (await readJson(response)).code];
       };
-      expect(await lookup()).toEqual([401, 'AUTH_INVALID_TOKEN']);
-      expect(await lookup(await issuer.mint(randomUUID(), ['admin']))).toEqual([403, 'AUTH_FORBIDDEN']);
+      expect(await lookup()).toEqual([401, 'PLATFORM_AUTH_INVALID_TOKEN']);
+      expect(await lookup(await issuer.mint(randomUUID(), ['admin']))).toEqual([403, 'PLATFORM_AUTH_FORBIDDEN']);
       expect(await lookup(await issuer.mint(randomUUID(), ['system']))).toEqual([404, 'IDENTITY_NOT_FOUND']);
       const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
       child.kill('SIGTERM');

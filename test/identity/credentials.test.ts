@@ -55,7 +55,7 @@ describe.each(testModes())('credentials service through the platform\'s edge (%s
     ])('answers 400 naming the broken provider rule for %j', async (fields, path, message) => {
       const reply = await create({ identity_id: ada.id, ...fields });
       expect(reply.status).toBe(400);
-      expect(reply.body).toMatchObject({ code: 'VALIDATION_FAILED', errors: [{ path: `body.${path}`, message }] });
+      expect(reply.body).toMatchObject({ code: 'PLATFORM_VALIDATION_FAILED', errors: [{ path: `body.${path}`, message }] });
     });
 
     it('words the rule in the caller\'s language', async () => {

@@ -59,12 +59,12 @@ describe('problem+json errors', () => {
     expect(response.statusCode).toBe(400);
     expect(response.headers['content-type']).toBe('application/problem+json; charset=utf-8');
     expect(response.json()).toEqual({
-      type: 'urn:problem:validation-failed',
+      type: 'urn:problem:platform-validation-failed',
       title: 'Bad Request',
       status: 400,
       detail: 'The request is invalid; see "errors" for each problem.',
       instance: '/things',
-      code: 'VALIDATION_FAILED',
+      code: 'PLATFORM_VALIDATION_FAILED',
       requestId: response.headers['x-request-id'],
       errors: [
         { path: 'body.name', message: 'Too small: expected string to have >=3 characters' },
@@ -127,24 +127,24 @@ describe('problem+json errors', () => {
     expect(response.statusCode).toBe(500);
     expect(response.body).not.toContain('hunter2');
     expect(response.body).not.toContain('select');
-    expect(response.json()).toMatchObject({ code: 'INTERNAL', detail: expect.stringContaining('trace-500') });
+    expect(response.json()).toMatchObject({ code: 'PLATFORM_INTERNAL', detail: expect.stringContaining('trace-500') });
     expect(logLines.some((line) => line.includes('"requestId":"trace-500"') || line.includes('"reqId":"trace-500"'))).toBe(true);
   });
 
   it('answers unknown routes with 404 problem+json', async () => {
     const response = await app.inject({ method: 'DELETE', url: '/nowhere?x=1' });
     expect(response.statusCode).toBe(404);
-    expect(response.json()).toMatchObject({ code: 'ROUTE_NOT_FOUND', detail: 'No route matches DELETE /nowhere.', instance: '/nowhere' });
+    expect(response.json()).toMatchObject({ code: 'PLATFORM_ROUTE_NOT_FOUND', detail: 'No route matches DELETE /nowhere.', instance: '/nowhere' });
   });
 });
 
 describe('bad input never reaches a handler', () => {
   it.each([
-    ['malformed JSON', { 'content-type': 'application/json' }, '{"name": ', 400, 'INVALID_JSON'],
-    ['an empty JSON body', { 'content-type': 'application/json' }, '', 400, 'EMPTY_BODY'],
-    ['a wrong content type', { 'content-type': 'text/xml' }, '<a/>', 415, 'UNSUPPORTED_MEDIA_TYPE'],
-    ['a body over the limit', { 'content-type': 'application/json' }, JSON.stringify({ name: 'x'.repeat(2_000), count: 2 }), 413, 'BODY_TOO_LARGE'],
-    ['a __proto__ key', { 'content-type': 'application/json' }, '{"name":"abc","count":2,"__proto__":{"admin":true}}', 400, 'INVALID_JSON'],
+    ['malformed JSON', { 'content-type': 'application/json' }, '{"name": ', 400, 'PLATFORM_INVALID_JSON'],
+    ['an empty JSON body', { 'content-type': 'application/json' }, '', 400, 'PLATFORM_EMPTY_BODY'],
+    ['a wrong content type', { 'content-type': 'text/xml' }, '<a/>', 415, 'PLATFORM_UNSUPPORTED_MEDIA_TYPE'],
+    ['a body over the limit', { 'content-type': 'application/json' }, JSON.stringify({ name: 'x'.repeat(2_000), count: 2 }), 413, 'PLATFORM_BODY_TOO_LARGE'],
+    ['a __proto__ key', { 'content-type': 'application/json' }, '{"name":"abc","count":2,"__proto__":{"admin":true}}', 400, 'PLATFORM_INVALID_JSON'],
   ])('answers %s with a 4xx problem', async (_case, headers, payload, status, code) => {
     const response = await app.inject({ method: 'POST', url: '/things', headers, payload });
     expect(response.statusCode).toBe(status);
@@ -155,7 +155,7 @@ describe('bad input never reaches a handler', () => {
   it('answers a malformed percent-encoding in the URL with 400', async () => {
     const response = await app.inject({ method: 'GET', url: '/things/%E0%A4%A' });
     expect(response.statusCode).toBe(400);
-    expect(response.json().code).toBe('BAD_URL');
+    expect(response.json().code).toBe('PLATFORM_BAD_URL');
   });
 
   it('answers oversized headers with 431 problem+json over a real connection', async () => {
@@ -170,7 +170,7 @@ describe('bad input never reaches a handler', () => {
     });
     expect(status).toBe(431);
     expect(type).toBe('application/problem+json; charset=utf-8');
-    expect(JSON.parse(body)).toMatchObject({ status: 431, code: 'HEADERS_TOO_LARGE' });
+    expect(JSON.parse(body)).toMatchObject({ status: 431, code: 'PLATFORM_HEADERS_TOO_LARGE' });
   });
 });
 

@@ -128,7 +128,7 @@ describe('createServiceHub', () => {
     const hub = createServiceHub(testConfig({ JWKS_URL: `http://127.0.0.1:${await freePort()}/jwks` }));
     try {
       const token = await issuer.mint(LOCAL_IDENTITY.id, ['admin']);
-      await expect(hub.verifier.verify(token)).rejects.toMatchObject({ statusCode: 401, code: 'AUTH_INVALID_TOKEN' });
+      await expect(hub.verifier.verify(token)).rejects.toMatchObject({ statusCode: 401, code: 'PLATFORM_AUTH_INVALID_TOKEN' });
       hub.provide({ verificationKeys: createLocalJWKSet({ keys: [issuer.publicJwk] }) });
       expect(await hub.verifier.verify(token)).toMatchObject({ id: LOCAL_IDENTITY.id, roles: ['admin'] });
     } finally {

@@ -136,7 +136,7 @@ describe('route auth in a service (not the edge)', () => {
       expect((await get('/public', bearer(tokens.admin))).json()).toEqual({ principal: null });
       const response = await get('/public/principal-of', bearer(tokens.admin));
       expect(response.statusCode).toBe(401);
-      expect(response.json()).toMatchObject({ code: 'AUTH_INVALID_TOKEN' });
+      expect(response.json()).toMatchObject({ code: 'PLATFORM_AUTH_INVALID_TOKEN' });
     });
   });
 
@@ -174,13 +174,13 @@ describe('route auth in a service (not the edge)', () => {
       expect(response.statusCode).toBe(401);
       expect(response.headers['www-authenticate']).toBe('Bearer error="invalid_token"');
       expect(response.headers['content-type']).toBe('application/problem+json; charset=utf-8');
-      expect(response.json()).toMatchObject({ status: 401, code: 'AUTH_INVALID_TOKEN', instance: `/${name}` });
+      expect(response.json()).toMatchObject({ status: 401, code: 'PLATFORM_AUTH_INVALID_TOKEN', instance: `/${name}` });
     });
 
     it.each(['forged', 'expired', 'otherAudience', 'otherIssuer', 'unsigned'] as const)('answers 401 to a %s token', async (token) => {
       const response = await get(`/${name}`, bearer(tokens[token]));
       expect(response.statusCode).toBe(401);
-      expect(response.json()).toMatchObject({ code: 'AUTH_INVALID_TOKEN' });
+      expect(response.json()).toMatchObject({ code: 'PLATFORM_AUTH_INVALID_TOKEN' });
     });
 
     it.each([
@@ -209,7 +209,7 @@ describe('route auth in a service (not the edge)', () => {
       const response = await get('/editors', bearer(tokens.user));
       expect(response.statusCode).toBe(403);
       expect(response.headers['content-type']).toBe('application/problem+json; charset=utf-8');
-      expect(response.json()).toMatchObject({ status: 403, code: 'AUTH_FORBIDDEN' });
+      expect(response.json()).toMatchObject({ status: 403, code: 'PLATFORM_AUTH_FORBIDDEN' });
     });
 
     it.each([
@@ -240,7 +240,7 @@ describe('route auth in a service (not the edge)', () => {
       it.each(badRequests)('answers %s without a token with 401, not 4xx of the body', async (_what, headers, payload) => {
         const response = await app.inject({ method: 'POST', url: `/${name}`, headers, payload });
         expect(response.statusCode).toBe(401);
-        expect(response.json()).toMatchObject({ code: 'AUTH_INVALID_TOKEN' });
+        expect(response.json()).toMatchObject({ code: 'PLATFORM_AUTH_INVALID_TOKEN' });
       });
 
       it('answers an invalid path parameter without a token with 401, not 400', async () => {
@@ -266,7 +266,7 @@ describe('route auth in a service (not the edge)', () => {
     it.each(['public', 'optional', 'authenticated', 'undeclared', 'editors'])('still validates once the caller may call a %s route: 400', async (name) => {
       const response = await app.inject({ method: 'POST', url: `/${name}`, headers: bearer(tokens.admin), payload: { name: 'x' } });
       expect(response.statusCode).toBe(400);
-      expect(response.json()).toMatchObject({ code: 'VALIDATION_FAILED' });
+      expect(response.json()).toMatchObject({ code: 'PLATFORM_VALIDATION_FAILED' });
       expect((await get(`/${name}/not-a-uuid`, bearer(tokens.admin))).statusCode).toBe(400);
     });
 
@@ -278,7 +278,7 @@ describe('route auth in a service (not the edge)', () => {
   it('answers a route that does not exist with 404 without a token: a service has nothing to hide', async () => {
     const response = await app.inject({ method: 'POST', url: '/nowhere' });
     expect(response.statusCode).toBe(404);
-    expect(response.json()).toMatchObject({ code: 'ROUTE_NOT_FOUND' });
+    expect(response.json()).toMatchObject({ code: 'PLATFORM_ROUTE_NOT_FOUND' });
   });
 
   it('answers a method a path does not have with 404 without a token', async () => {
@@ -373,7 +373,7 @@ describe('route auth at the edge (the gateway, the all-in-one)', () => {
   it('answers 404 once the caller is authenticated', async () => {
     const response = await get('/nowhere', bearer(tokens.user));
     expect(response.statusCode).toBe(404);
-    expect(response.json()).toMatchObject({ code: 'ROUTE_NOT_FOUND' });
+    expect(response.json()).toMatchObject({ code: 'PLATFORM_ROUTE_NOT_FOUND' });
   });
 
   it('answers a bad body without a token with 401 on every route kind off the allowlist, public ones included', async () => {

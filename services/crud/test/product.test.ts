@@ -45,7 +45,7 @@ describe.each(cases)('products (%s, through %s)', (mode, transport) => {
       expect(response.status).toBe(401);
       expect(response.headers['www-authenticate']).toBe('Bearer error="invalid_token"');
       expect(response.headers['content-type']).toBe('application/problem+json; charset=utf-8');
-      expect(response.json).toMatchObject({ status: 401, code: 'AUTH_INVALID_TOKEN', title: 'Unauthorized' });
+      expect(response.json).toMatchObject({ status: 401, code: 'PLATFORM_AUTH_INVALID_TOKEN', title: 'Unauthorized' });
     });
 
     it('answers 401 before validating the input', async () => {
@@ -117,7 +117,7 @@ describe.each(cases)('products (%s, through %s)', (mode, transport) => {
     ])('answers 400 to %s, never a database error', async (_what, overrides, path) => {
       const response = await send({ method: 'POST', url: '/api/v1/products', body: aProduct(overrides) });
       expect(response.status).toBe(400);
-      expect(response.json).toMatchObject({ status: 400, code: 'VALIDATION_FAILED' });
+      expect(response.json).toMatchObject({ status: 400, code: 'PLATFORM_VALIDATION_FAILED' });
       expect(errorsOf(response.json)).toEqual([path]);
     });
 
@@ -132,14 +132,14 @@ describe.each(cases)('products (%s, through %s)', (mode, transport) => {
       async (field, value) => {
         const response = await send({ method: 'POST', url: '/api/v1/products', body: { ...aProduct(), [field]: value } });
         expect(response.status).toBe(400);
-        expect(response.json).toMatchObject({ code: 'VALIDATION_FAILED', errors: [{ path: 'body' }] });
+        expect(response.json).toMatchObject({ code: 'PLATFORM_VALIDATION_FAILED', errors: [{ path: 'body' }] });
       },
     );
 
     it('answers 400 to a body that is not JSON', async () => {
       const response = await send({ method: 'POST', url: '/api/v1/products', rawBody: '{"name":', headers: { 'content-type': 'application/json' } });
       expect(response.status).toBe(400);
-      expect(response.json).toMatchObject({ code: 'INVALID_JSON' });
+      expect(response.json).toMatchObject({ code: 'PLATFORM_INVALID_JSON' });
     });
   });
 
@@ -218,7 +218,7 @@ describe.each(cases)('products (%s, through %s)', (mode, transport) => {
       const record = await create();
       const response = await send({ method: 'PUT', url: `/api/v1/products/${record.id}`, body });
       expect(response.status).toBe(400);
-      expect(response.json).toMatchObject({ code: 'VALIDATION_FAILED' });
+      expect(response.json).toMatchObject({ code: 'PLATFORM_VALIDATION_FAILED' });
     });
 
     it('answers 400 to an id that is not a UUID', async () => {

@@ -53,7 +53,7 @@ export async function buildGateway(config: PlatformConfig, logger: Logger, optio
       reply.header('connection', 'close');
       return sendProblem(request, reply, {
         status: 413,
-        code: 'BODY_TOO_LARGE',
+        code: 'PLATFORM_BODY_TOO_LARGE',
         messageKey: 'error.bodyTooLarge',
         params: { limit: config.BODY_LIMIT },
       });

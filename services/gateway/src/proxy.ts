@@ -30,7 +30,7 @@ function upstreamError(route: Route) {
     if (unreachable) reply.header('retry-after', '1');
     sendProblem(reply.request, reply, {
       status: unreachable ? 503 : 502,
-      code: unreachable ? 'UPSTREAM_UNAVAILABLE' : timedOut ? 'UPSTREAM_TIMEOUT' : 'UPSTREAM_BAD_RESPONSE',
+      code: unreachable ? 'GATEWAY_UPSTREAM_UNAVAILABLE' : timedOut ? 'GATEWAY_UPSTREAM_TIMEOUT' : 'GATEWAY_UPSTREAM_BAD_RESPONSE',
       messageKey: unreachable ? 'error.upstreamUnavailable' : timedOut ? 'error.upstreamTimeout' : 'error.upstreamBadResponse',
       params: { service: route.service },
     });

@@ -46,7 +46,7 @@ describe('edge authentication', () => {
     expect(response.status).toBe(401);
     expect(response.headers.get('www-authenticate')).toBe('Bearer error="invalid_token"');
     expect(response.headers.get('content-type')).toBe('application/problem+json; charset=utf-8');
-    expect(await response.json()).toMatchObject({ status: 401, code: 'AUTH_INVALID_TOKEN' });
+    expect(await response.json()).toMatchObject({ status: 401, code: 'PLATFORM_AUTH_INVALID_TOKEN' });
     expect(reached.length).toBe(before);
   });
 

@@ -78,7 +78,7 @@ describe('gateway', () => {
     expect(response.headers.get('retry-after')).toBe('1');
     expect(await response.json()).toMatchObject({
       status: 503,
-      code: 'UPSTREAM_UNAVAILABLE',
+      code: 'GATEWAY_UPSTREAM_UNAVAILABLE',
       title: 'Dienst nicht verfügbar',
       detail: 'Der Dienst crud ist nicht verfügbar; versuchen Sie es gleich erneut.',
       instance: '/api/v1/products',
@@ -88,20 +88,20 @@ describe('gateway', () => {
   it('answers 502 problem+json when the upstream does not answer in time', async () => {
     const response = await fetch(`${gatewayUrl}/api/v1/sso/token`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
     expect(response.status).toBe(502);
-    expect(await response.json()).toMatchObject({ code: 'UPSTREAM_TIMEOUT', detail: 'The sso service did not answer in time; retry shortly.' });
+    expect(await response.json()).toMatchObject({ code: 'GATEWAY_UPSTREAM_TIMEOUT', detail: 'The sso service did not answer in time; retry shortly.' });
   });
 
   it('answers routes it does not know with 404 problem+json, without calling anyone', async () => {
     const response = await fetch(`${gatewayUrl}/internal/v1/credentials/verify-password`, { method: 'POST', headers: auth });
     expect(response.status).toBe(404);
-    expect(await response.json()).toMatchObject({ code: 'ROUTE_NOT_FOUND' });
+    expect(await response.json()).toMatchObject({ code: 'PLATFORM_ROUTE_NOT_FOUND' });
   });
 
   it('routes by the registry: the longest prefix wins, so /api/v1/sso goes to sso and not to crud under /api/v1', async () => {
     const crud = await fetch(`${gatewayUrl}/api/v1/sso-like`, { headers: auth });
-    expect(await crud.json()).toMatchObject({ code: 'UPSTREAM_UNAVAILABLE', detail: expect.stringContaining('crud') });
+    expect(await crud.json()).toMatchObject({ code: 'GATEWAY_UPSTREAM_UNAVAILABLE', detail: expect.stringContaining('crud') });
     const sso = await fetch(`${gatewayUrl}/api/v1/sso/userinfo`, { headers: auth });
-    expect(await sso.json()).toMatchObject({ code: 'UPSTREAM_TIMEOUT', detail: expect.stringContaining('sso') });
+    expect(await sso.json()).toMatchObject({ code: 'GATEWAY_UPSTREAM_TIMEOUT', detail: expect.stringContaining('sso') });
   });
 
   it('refuses a body over the limit at the edge with 413', async () => {
@@ -111,7 +111,7 @@ describe('gateway', () => {
       headers: { 'content-type': 'application/json', ...auth },
     });
     expect(response.status).toBe(413);
-    expect(await response.json()).toMatchObject({ code: 'BODY_TOO_LARGE' });
+    expect(await response.json()).toMatchObject({ code: 'PLATFORM_BODY_TOO_LARGE' });
   });
 
   it('refuses a body over the limit on a public route with 413, without calling the upstream', async () => {
@@ -122,7 +122,7 @@ describe('gateway', () => {
       headers: { 'content-type': 'application/json' },
     });
     expect(response.status).toBe(413);
-    expect(await response.json()).toMatchObject({ code: 'BODY_TOO_LARGE' });
+    expect(await response.json()).toMatchObject({ code: 'PLATFORM_BODY_TOO_LARGE' });
   });
 
   it('checks the token before the size: an oversized body without a token on a restricted route is 401', async () => {
@@ -132,7 +132,7 @@ describe('gateway', () => {
       headers: { 'content-type': 'application/json' },
     });
     expect(response.status).toBe(401);
-    expect(await response.json()).toMatchObject({ code: 'AUTH_INVALID_TOKEN' });
+    expect(await response.json()).toMatchObject({ code: 'PLATFORM_AUTH_INVALID_TOKEN' });
   });
 
   it('serves the interactive docs at /docs', async () => {

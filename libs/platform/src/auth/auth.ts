@@ -46,9 +46,9 @@ export const ACCESS_TOKEN_ALGORITHMS = ['ES256'];
 const MAX_TOKEN_LENGTH = 8_192;
 
 export const invalidToken = () =>
-  new AppError('AUTH_INVALID_TOKEN', 401, 'error.invalidToken', {}, { 'www-authenticate': 'Bearer error="invalid_token"' });
+  new AppError('PLATFORM_AUTH_INVALID_TOKEN', 401, 'error.invalidToken', {}, { 'www-authenticate': 'Bearer error="invalid_token"' });
 
-export const forbidden = () => new AppError('AUTH_FORBIDDEN', 403, 'error.forbidden');
+export const forbidden = () => new AppError('PLATFORM_AUTH_FORBIDDEN', 403, 'error.forbidden');
 
 export interface TokenVerifier {
   /** Verifies a compact JWS access token; rejects with a 401 AppError when it is not trusted. */

@@ -55,12 +55,12 @@ function answerClientError(error: Error & { code?: string }, socket: Socket): vo
   const tooLarge = error.code === 'HPE_HEADER_OVERFLOW';
   const status = tooLarge ? 431 : 400;
   const body = JSON.stringify({
-    type: `urn:problem:${tooLarge ? 'headers-too-large' : 'bad-request'}`,
+    type: `urn:problem:${tooLarge ? 'platform-headers-too-large' : 'platform-bad-request'}`,
     title: translate('en', `status.${status}`),
     status,
     detail: translate('en', tooLarge ? 'error.headersTooLarge' : 'error.badRequest'),
     instance: '/',
-    code: tooLarge ? 'HEADERS_TOO_LARGE' : 'BAD_REQUEST',
+    code: tooLarge ? 'PLATFORM_HEADERS_TOO_LARGE' : 'PLATFORM_BAD_REQUEST',
     requestId: randomUUID(),
   });
   socket.end(
@@ -102,7 +102,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   app.setNotFoundHandler((request, reply) =>
     sendProblem(request, reply, {
       status: 404,
-      code: 'ROUTE_NOT_FOUND',
+      code: 'PLATFORM_ROUTE_NOT_FOUND',
       messageKey: 'error.routeNotFound',
       params: { method: request.method, path: (request.url.split('?')[0] ?? '').slice(0, 200) },
     }),

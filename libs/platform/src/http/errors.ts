@@ -97,20 +97,20 @@ function issuePath(context: string | undefined, issue: $ZodIssue): string {
 const frameworkMessages: Record<string, (error: FastifyError, request: FastifyRequest) => ProblemInput> = {
   FST_ERR_CTP_INVALID_MEDIA_TYPE: (_e, request) => ({
     status: 415,
-    code: 'UNSUPPORTED_MEDIA_TYPE',
+    code: 'PLATFORM_UNSUPPORTED_MEDIA_TYPE',
     messageKey: 'error.unsupportedMediaType',
     params: { type: String(request.headers['content-type'] ?? '').slice(0, 100) },
   }),
-  FST_ERR_CTP_INVALID_CONTENT_LENGTH: () => ({ status: 400, code: 'BAD_REQUEST', messageKey: 'error.badRequest' }),
-  FST_ERR_CTP_EMPTY_JSON_BODY: () => ({ status: 400, code: 'EMPTY_BODY', messageKey: 'error.emptyBody' }),
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: () => ({ status: 400, code: 'PLATFORM_BAD_REQUEST', messageKey: 'error.badRequest' }),
+  FST_ERR_CTP_EMPTY_JSON_BODY: () => ({ status: 400, code: 'PLATFORM_EMPTY_BODY', messageKey: 'error.emptyBody' }),
   FST_ERR_CTP_BODY_TOO_LARGE: (_e, request) => ({
     status: 413,
-    code: 'BODY_TOO_LARGE',
+    code: 'PLATFORM_BODY_TOO_LARGE',
     messageKey: 'error.bodyTooLarge',
     params: { limit: request.routeOptions.bodyLimit ?? 0 },
   }),
-  FST_ERR_CTP_INVALID_JSON_BODY: () => ({ status: 400, code: 'INVALID_JSON', messageKey: 'error.invalidJson' }),
-  FST_ERR_BAD_URL: () => ({ status: 400, code: 'BAD_URL', messageKey: 'error.badUrl' }),
+  FST_ERR_CTP_INVALID_JSON_BODY: () => ({ status: 400, code: 'PLATFORM_INVALID_JSON', messageKey: 'error.invalidJson' }),
+  FST_ERR_BAD_URL: () => ({ status: 400, code: 'PLATFORM_BAD_URL', messageKey: 'error.badUrl' }),
 };
 
 /** Turns any error into a problem+json answer; a 5xx never shows its cause to the client. */
@@ -128,7 +128,7 @@ export function handleError(error: FastifyError | Error, request: FastifyRequest
     const locale = negotiateLocale(request.headers['accept-language']);
     return sendProblem(request, reply, {
       status: 400,
-      code: 'VALIDATION_FAILED',
+      code: 'PLATFORM_VALIDATION_FAILED',
       messageKey: 'error.validation',
       errors: error.issues.map((issue) => ({
         path: issuePath(error.validationContext, issue),
@@ -140,16 +140,16 @@ export function handleError(error: FastifyError | Error, request: FastifyRequest
   const known = fastifyError.code ? frameworkMessages[fastifyError.code] : undefined;
   if (known) return sendProblem(request, reply, known(fastifyError, request));
   if (error instanceof SyntaxError && fastifyError.statusCode === 400) {
-    return sendProblem(request, reply, { status: 400, code: 'INVALID_JSON', messageKey: 'error.invalidJson' });
+    return sendProblem(request, reply, { status: 400, code: 'PLATFORM_INVALID_JSON', messageKey: 'error.invalidJson' });
   }
   const status = fastifyError.statusCode ?? 500;
   if (status >= 400 && status < 500) {
-    return sendProblem(request, reply, { status, code: 'BAD_REQUEST', messageKey: 'error.badRequest' });
+    return sendProblem(request, reply, { status, code: 'PLATFORM_BAD_REQUEST', messageKey: 'error.badRequest' });
   }
   // Not logged here: the request's one log line (request-log.ts) carries this error.
   return sendProblem(request, reply, {
     status: 500,
-    code: 'INTERNAL',
+    code: 'PLATFORM_INTERNAL',
     messageKey: 'error.internal',
     params: { requestId: String(request.id) },
   });
