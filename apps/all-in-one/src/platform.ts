@@ -17,8 +17,8 @@ import {
   type ServiceName,
 } from '@app/platform';
 
-/** The domain services this build can run, in the order they are mounted. */
-const DOMAIN_SERVICES: Partial<Record<ServiceName, Service>> = {
+/** The domain services this build can run, by name (mounted in PLATFORM_SERVICES order). */
+const BUILT_SERVICES: Partial<Record<ServiceName, Service>> = {
   identity: identityService,
   credentials: credentialsService,
   sso: ssoService,
@@ -46,7 +46,7 @@ export interface Platform {
 
 /** Every service of PLATFORM_SERVICES in ONE Fastify instance, plus health and the edge (docs). */
 export async function buildPlatform(config: PlatformConfig, deps: Dependencies, overrides: PlatformOptions['services'] = {}): Promise<App> {
-  const chosen = config.PLATFORM_SERVICES.flatMap((name) => overrides[name] ?? DOMAIN_SERVICES[name] ?? []);
+  const chosen = config.PLATFORM_SERVICES.flatMap((name) => overrides[name] ?? BUILT_SERVICES[name] ?? []);
   return buildPlatformApp([...chosen, overrides.health ?? healthService], deps, {
     title: PLATFORM_TITLE,
     description: PLATFORM_DESCRIPTION,

@@ -16,7 +16,6 @@ export const SERVICES = {
 } as const satisfies Record<string, { port: number; urlVariable: `${Uppercase<string>}_URL`; prefixes: readonly string[] }>;
 
 export type ServiceName = keyof typeof SERVICES;
-export type ServiceUrlVariable = (typeof SERVICES)[ServiceName]['urlVariable'];
 
 export const SERVICE_NAMES = Object.keys(SERVICES) as ServiceName[];
 

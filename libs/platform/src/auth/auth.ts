@@ -55,19 +55,22 @@ export interface TokenVerifier {
   verify(token: string): Promise<Principal>;
 }
 
+/** sso's JWKS over HTTP, cached, refetched on an unknown `kid` at most once per cooldown. */
+function remoteKeySet(options: TokenVerifierOptions): JWTVerifyGetKey {
+  return createRemoteJWKSet(new URL(options.jwksUrl), {
+    cooldownDuration: options.cooldownMs ?? 30_000,
+    cacheMaxAge: options.cacheMaxAgeMs ?? 600_000,
+    timeoutDuration: 5_000,
+  });
+}
+
 /**
  * Verifies sso's access tokens against its JWKS (cached; refetched on an unknown `kid` at
  * most once per cooldown). Requires `exp`, checks `iss` and `aud`, pins ES256, and never
  * trusts keys named by the token itself (`jku`, `x5u`, embedded `jwk`).
  */
 export function createTokenVerifier(options: TokenVerifierOptions, keys?: JWTVerifyGetKey): TokenVerifier {
-  const jwks =
-    keys ??
-    createRemoteJWKSet(new URL(options.jwksUrl), {
-      cooldownDuration: options.cooldownMs ?? 30_000,
-      cacheMaxAge: options.cacheMaxAgeMs ?? 600_000,
-      timeoutDuration: 5_000,
-    });
+  const jwks = keys ?? remoteKeySet(options);
   return {
     verify: async (token) => {
       if (token.length > MAX_TOKEN_LENGTH) throw invalidToken();
@@ -119,7 +122,6 @@ export function bearerToken(request: FastifyRequest): string | undefined {
   return match?.[1];
 }
 
-export const hasRole = (principal: Principal, role: string) => principal.roles.includes(role);
 
 /**
  * The verifier a deployment uses, one per process, at the edge and in every service: sso's
@@ -134,11 +136,7 @@ export function accessTokenVerifier(config: PlatformConfig, localKeys?: () => JW
   const keys: JWTVerifyGetKey = (header, token) => {
     const local = localKeys?.();
     if (local) return local(header, token);
-    remote ??= createRemoteJWKSet(new URL(options.jwksUrl), {
-      cooldownDuration: options.cooldownMs ?? 30_000,
-      cacheMaxAge: options.cacheMaxAgeMs ?? 600_000,
-      timeoutDuration: 5_000,
-    });
+    remote ??= remoteKeySet(options);
     return remote(header, token);
   };
   return cachingTokenVerifier(createTokenVerifier(options, keys), { maxEntries: config.VERIFIED_TOKEN_CACHE_MAX });

@@ -15,7 +15,7 @@ import { Agent, request } from 'undici';
 import { z } from 'zod';
 
 /** A hung peer must not hold the request that needs it longer than this. */
-export const CLIENT_TIMEOUT_MS = 5_000;
+const CLIENT_TIMEOUT_MS = 5_000;
 /** Connections kept open per peer origin: a burst of sign-ins reuses them instead of reconnecting. */
 const CONNECTIONS_PER_PEER = 32;
 
