@@ -1,11 +1,13 @@
 /* global fetch, setTimeout, AbortSignal, URLSearchParams */
-// `npm run bench`: the speed targets of issue 10, each measured beside an nginx baseline in
+// `npm run bench`: the speed targets of issues 10 and 11, each measured beside an nginx baseline in
 // the same round, with autocannon on loopback. Per round, in this order, one system at a time
 // (each is stopped before the next starts, so none steals CPU from another):
 //   1. baseline: nginx proxying a bare Fastify route (bench/bare.mjs, its own process);
 //   2. all-in-one, what `npm start` runs (embedded PGlite, in-process cache and bus):
 //      (a) authenticated cached read-by-id, (b) unauthenticated ping, then (a) again at half
-//      the rate (a) reached, for its p99;
+//      the rate (a) reached, for its p99; the token endpoint: (d) client_credentials and
+//      (e) refresh_token grants, (f) password logins (closed loop: each worker sends its next
+//      request when the last is answered), then (a) at half rate beside 40 logins a second;
 //   3. split: crud and the gateway as two processes on real Postgres (a fresh database),
 //      Redis and NATS, tokens from a JWKS the bench serves: (c) cached read-by-id via the gateway.
 // Then a table per round and one with the median of the rounds (ratios to nginx are taken per
@@ -17,7 +19,7 @@
 //
 // Env: BENCH_ROUNDS (3), BENCH_DURATION seconds per scenario (5), BENCH_WARMUP seconds before
 // each (2), BENCH_CONNECTIONS (10), BENCH_LOG_LEVEL of the platform's processes (info, what
-// `npm start` logs), BENCH_NGINX_WORKERS (1), BENCH_EXTRA=1 for the split extras (list and
+// `npm start` logs), ARGON2_* (passed to the platform), BENCH_NGINX_WORKERS (1), BENCH_EXTRA=1 for the split extras (list and
 // uncached reads, create), BENCH_PROFILE=1; DATABASE_URL (a server where a fresh database is
 // created and dropped; default postgres://postgres@127.0.0.1:5432/postgres), REDIS_URL,
 // NATS_URL (defaults on 127.0.0.1). Builds first when a dist/ entry is missing.
@@ -28,8 +30,10 @@ import { createServer } from 'node:http';
 import { createServer as createNetServer } from 'node:net';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
+import { Pool } from 'undici';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import pg from 'pg';
 import { topSelfTime } from './cpu-profile.mjs';
@@ -57,6 +61,8 @@ const BASE_DATABASE_URL = process.env.DATABASE_URL || 'postgres://postgres@127.0
 const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
 const NATS_URL = process.env.NATS_URL || 'nats://127.0.0.1:4222';
 const NGINX = '/usr/sbin/nginx';
+/** Password logins per second beside (a) at half rate: the target login rate. */
+const LOGIN_RATE = 40;
 /** The issuer and audience of the tokens the bench mints for split mode. */
 const ISSUER = 'http://localhost:3000';
 const AUDIENCE = 'api-platform';
@@ -79,12 +85,20 @@ const TARGETS = {
   ping: { text: '>= 0.7x nginx', pass: (row) => row.ratio >= 0.7 },
   split: { text: '>= 0.25x nginx', pass: (row) => row.ratio >= 0.25 },
   half: { text: 'p99 <= 5 ms', pass: (row) => row.p99 <= 5 },
+  clientCredentials: { text: '>= 1000 tokens/s', pass: (row) => row.rps >= 1000 },
+  refresh: { text: '>= 500 tokens/s', pass: (row) => row.rps >= 500 },
+  logins: { text: '>= 40 logins/s', pass: (row) => row.rps >= 40 },
+  readDuringLogins: { text: 'p99 <= 2x (a) at half rate', pass: (row) => row.p99 <= 2 * row.idleP99 },
 };
 const LABELS = {
   baseline: 'nginx -> bare Fastify (baseline)',
   read: '(a) all-in-one: cached read-by-id, token',
   ping: '(b) all-in-one: ping, no token',
   half: '(a) at half its max rate',
+  clientCredentials: '(d) all-in-one: client_credentials grant',
+  refresh: '(e) all-in-one: refresh_token grant',
+  logins: '(f) all-in-one: password grant (argon2id)',
+  readDuringLogins: '(a) at half rate, with 40 logins/s',
   split: '(c) split: cached read-by-id, gateway -> crud',
   splitList: 'split: list (limit 20), cached',
   splitCreate: 'split: create',
@@ -234,6 +248,52 @@ async function measure(round, key, options) {
   return row;
 }
 
+const percentile = (sorted, p) => (sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]);
+
+/**
+ * A closed-loop load for requests that autocannon cannot replay, because each one needs what
+ * the last one answered (a rotating refresh token): BENCH_CONNECTIONS workers, each sending its
+ * next request when the last one is answered, for `seconds`. `next(worker)` returns the request
+ * options; `settle(worker, status, body)` returns whether the answer was the expected one.
+ */
+async function closedLoop(url, seconds, { next, settle, workers = CONNECTIONS }) {
+  const pool = new Pool(url, { connections: workers, keepAliveTimeout: 60_000 });
+  const latencies = [];
+  let failures = 0;
+  const deadline = Date.now() + seconds * 1000;
+  const worker = async (index) => {
+    while (Date.now() < deadline) {
+      const started = performance.now();
+      try {
+        const response = await pool.request(next(index));
+        const body = await response.body.text();
+        if (settle(index, response.statusCode, body)) latencies.push(performance.now() - started);
+        else failures++;
+      } catch {
+        failures++;
+      }
+    }
+  };
+  const started = performance.now();
+  await Promise.all(Array.from({ length: workers }, (_, index) => worker(index)));
+  const elapsed = (performance.now() - started) / 1000;
+  await pool.close();
+  latencies.sort((a, b) => a - b);
+  return { rps: latencies.length / elapsed, p50: Math.round(percentile(latencies, 50)), p99: Math.round(percentile(latencies, 99)), failures };
+}
+
+/** BENCH_WARMUP seconds of `closedLoop` (not counted), then BENCH_DURATION seconds; prints and returns the row. */
+async function measureLoop(round, key, url, options) {
+  const warm = await closedLoop(url, WARMUP, options);
+  const result = await closedLoop(url, DURATION, options);
+  const failures = warm.failures + result.failures;
+  const row = { key, rps: result.rps, p50: result.p50, p99: result.p99, failures };
+  const line = `  ${LABELS[key].padEnd(48)} ${String(Math.round(row.rps)).padStart(7)} rps  p50 ${row.p50} ms  p99 ${row.p99} ms`;
+  console.log(failures > 0 ? `${line}\n  !!!!! BROKEN: ${failures} unexpected answers or errors; this scenario does not count !!!!!` : line);
+  if (failures > 0) broken.push(`round ${round}: ${LABELS[key]} (${failures} failures)`);
+  return row;
+}
+
 async function expectStatus(response, status, what) {
   if (response.status !== status) throw new Error(`${what}: expected ${status}, got ${response.status} ${(await response.text()).slice(0, 500)}`);
   return response;
@@ -254,7 +314,9 @@ async function createProduct(base, token) {
 // The systems under test.
 
 function nodeEnv(extra) {
-  return { PATH: process.env.PATH, HOST: '127.0.0.1', LOG_LEVEL, ...extra };
+  // ARGON2_* pass through, to compare password-hashing settings.
+  const argon2 = Object.fromEntries(Object.entries(process.env).filter(([name]) => name.startsWith('ARGON2_')));
+  return { PATH: process.env.PATH, HOST: '127.0.0.1', LOG_LEVEL, ...argon2, ...extra };
 }
 
 /**
@@ -497,6 +559,90 @@ async function phase(round, name, run) {
   }
 }
 
+const form = (fields) => new URLSearchParams(fields).toString();
+const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
+
+async function postJson(base, path, body, token) {
+  const response = await fetch(`${base}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(10_000),
+  });
+  await expectStatus(response, 201, `POST ${path}`);
+  return (await response.json())[0];
+}
+
+/**
+ * (d)-(f): the token endpoint on the all-in-one. An identity with an API key (client_credentials),
+ * a user with a password (password and refresh grants); (f) runs while (a) is asked for at half
+ * its maximum rate, whose p99 is then compared with the same rate's p99 without logins.
+ */
+async function tokenScenarios(round, platform, read) {
+  const rows = [];
+  const tag = randomUUID().slice(0, 8);
+  const service = await postJson(platform.base, '/api/v1/identity', { name: 'Bench Service', email: `bench-service-${tag}@example.com` });
+  const secret = randomBytes(32).toString('base64url');
+  const key = await postJson(platform.base, '/api/v1/credentials', { identity_id: service.id, provider: 'API_KEY', secret }, platform.token);
+  // Before issue 11 the platform wrapped the secret into a key of its own (`apiKey`); now the secret is the key.
+  const clientSecret = key.apiKey ?? secret;
+  rows.push(
+    await measure(round, 'clientCredentials', {
+      url: `${platform.base}/api/v1/sso/token`,
+      method: 'POST',
+      headers: FORM,
+      body: form({ grant_type: 'client_credentials', client_secret: clientSecret }),
+    }),
+  );
+
+  const email = `bench-user-${tag}@example.com`;
+  const password = randomBytes(18).toString('base64url');
+  const user = await postJson(platform.base, '/api/v1/identity', { name: 'Bench User', email });
+  await postJson(platform.base, '/api/v1/credentials', { identity_id: user.id, provider: 'LOCAL', secret: password }, platform.token);
+  const login = { path: '/api/v1/sso/token', method: 'POST', headers: FORM, body: form({ grant_type: 'password', username: email, password }) };
+
+  // Each worker rotates its own refresh token: every answer carries the next one.
+  const refreshTokens = [];
+  for (let i = 0; i < CONNECTIONS; i++) {
+    const response = await fetch(`${platform.base}${login.path}`, { method: 'POST', headers: FORM, body: login.body, signal: AbortSignal.timeout(10_000) });
+    await expectStatus(response, 200, 'signing the bench user in');
+    refreshTokens.push((await response.json()).refresh_token);
+  }
+  rows.push(
+    await measureLoop(round, 'refresh', platform.base, {
+      next: (worker) => ({ path: login.path, method: 'POST', headers: FORM, body: form({ grant_type: 'refresh_token', refresh_token: refreshTokens[worker] }) }),
+      settle: (worker, status, body) => {
+        if (status !== 200) return false;
+        refreshTokens[worker] = JSON.parse(body).refresh_token;
+        return true;
+      },
+    }),
+  );
+
+  rows.push(await measureLoop(round, 'logins', platform.base, { next: () => login, settle: (_worker, status) => status === 200 }));
+
+  // The read at half rate again, while 40 logins a second (the target rate) run beside it.
+  const loginUrl = `${platform.base}${login.path}`;
+  const [readResult, loginResult] = await Promise.all([
+    autocannon({ url: read.url, headers: read.headers, connections: CONNECTIONS, duration: DURATION, overallRate: read.rate }),
+    autocannon({ url: loginUrl, method: 'POST', headers: FORM, body: login.body, connections: CONNECTIONS, duration: DURATION, overallRate: LOGIN_RATE }),
+  ]);
+  const row = {
+    key: 'readDuringLogins',
+    rps: readResult.requests.average,
+    p50: readResult.latency.p50,
+    p99: readResult.latency.p99,
+    failures: [readResult, loginResult].reduce((sum, r) => sum + r.non2xx + r.errors + r.timeouts, 0),
+    rate: read.rate,
+    idleP99: read.idleP99,
+  };
+  const line = `  ${LABELS[row.key].padEnd(48)} ${String(Math.round(row.rps)).padStart(7)} rps  p50 ${row.p50} ms  p99 ${row.p99} ms (logins ${Math.round(loginResult.requests.average)}/s)`;
+  console.log(row.failures > 0 ? `${line}\n  !!!!! BROKEN: ${row.failures} failures; this scenario does not count !!!!!` : line);
+  if (row.failures > 0) broken.push(`round ${round}: ${LABELS[row.key]} (${row.failures} failures)`);
+  rows.push(row);
+  return rows;
+}
+
 async function runRound(round, jwks) {
   console.log(`\nround ${round}/${ROUNDS} (load average ${loadavg().map((n) => n.toFixed(2)).join(' ')})`);
   const rows = [];
@@ -521,6 +667,7 @@ async function runRound(round, jwks) {
       const rate = Math.max(1, Math.floor(read.rps / 2));
       const half = await measure(round, 'half', { url: readUrl, headers: auth, overallRate: rate });
       rows.push({ ...half, rate });
+      rows.push(...(await tokenScenarios(round, platform, { url: readUrl, headers: auth, rate, idleP99: half.p99 })));
     } finally {
       await platform.stop();
     }
@@ -550,10 +697,10 @@ async function runRound(round, jwks) {
   });
 
   const baseline = rows.find((row) => row.key === 'baseline' && row.failures === 0);
-  for (const row of rows) row.ratio = row.key === 'half' || !baseline ? undefined : row.rps / baseline.rps;
+  for (const row of rows) row.ratio = row.rate || !baseline ? undefined : row.rps / baseline.rps;
   console.table(
     rows.map((row) => ({
-      scenario: LABELS[row.key] + (row.rate ? ` (${row.rate} rps asked)` : ''),
+      scenario: LABELS[row.key] + (row.rate ? ` (${row.rate} rps asked)` : '') + (row.idleP99 !== undefined ? ` (idle p99 ${row.idleP99} ms)` : ''),
       rps: Math.round(row.rps),
       'p50 ms': row.p50,
       'p99 ms': row.p99,
@@ -577,11 +724,17 @@ function report(rounds) {
   const table = keys.map((key) => {
     const counted = rounds.flatMap((rows) => rows.filter((row) => row.key === key && row.failures === 0));
     const ratios = counted.flatMap((row) => (row.ratio === undefined ? [] : [row.ratio]));
-    const summary = { rps: median(counted.map((r) => r.rps)), p50: median(counted.map((r) => r.p50)), p99: median(counted.map((r) => r.p99)), ratio: median(ratios) };
+    const summary = {
+      rps: median(counted.map((r) => r.rps)),
+      p50: median(counted.map((r) => r.p50)),
+      p99: median(counted.map((r) => r.p99)),
+      ratio: median(ratios),
+      idleP99: median(counted.map((r) => r.idleP99 ?? 0)),
+    };
     const target = TARGETS[key];
     let verdict = '';
     if (target) {
-      const measurable = counted.length > 0 && (key === 'half' || summary.ratio !== undefined);
+      const measurable = counted.length > 0 && (key === 'half' || key === 'readDuringLogins' || summary.ratio !== undefined);
       verdict = measurable ? (target.pass(summary) ? 'PASS' : 'FAIL') : 'BROKEN';
     }
     return {
