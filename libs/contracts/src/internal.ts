@@ -11,6 +11,8 @@ export const INTERNAL_ROUTES = {
   verifyApiKey: '/internal/v1/credentials/verify-api-key',
   /** identity: `POST { email }` or `{ id }` -> the identity (200) or 404, for sso's grants. */
   identityLookup: '/internal/v1/identities/lookup',
+  /** identity: `POST { name, email, roles }` -> 201 the identity, or 422 when the email is taken (sso's bootstrap admin). */
+  identityCreate: '/internal/v1/identities',
 } as const;
 
 export const verifyPasswordRequestSchema = z.union([

@@ -152,6 +152,19 @@ const configShape = z.object({
    */
   ARGON2_CONCURRENCY: positiveInt('a number of concurrent argon2 hashes, at least 1').default(2),
 
+  /**
+   * The credentials service's key for API key hashes (HMAC-SHA256): at least 32 random bytes,
+   * base64 or base64url encoded (`openssl rand -base64 32`). Unset: a key generated once and
+   * kept in credentials' own database (stable across restarts and replicas). Changing it
+   * invalidates every API key hashed under the previous one.
+   */
+  API_KEY_HASH_KEY: z
+    .string()
+    .refine((value) => /^[A-Za-z0-9+/_-]+={0,2}$/.test(value) && Buffer.from(value, 'base64').length >= 32, {
+      error: 'expected at least 32 random bytes, base64 or base64url encoded (e.g. openssl rand -base64 32)',
+    })
+    .optional(),
+
   /** Largest request body a service accepts (bytes). */
   BODY_LIMIT: positiveInt('a size in bytes').default(1_048_576),
   /** How long the gateway waits for an upstream before answering 503. */

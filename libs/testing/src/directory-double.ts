@@ -77,12 +77,12 @@ export async function startDirectoryDouble(options: { jwksUrl: string; issuer: s
       const identity = body.email ? byEmail(body.email) : identities.get(body.id ?? '');
       return identity ? [200, identity] : [404];
     },
-    // identity's public create route, as a system token may use it (roles included).
-    '/api/v1/identity': (body) => {
+    // identity's internal create route (roles included), for the platform's own services.
+    [INTERNAL_ROUTES.identityCreate]: (body) => {
       if (byEmail(body.email ?? '')) return [422];
       const identity = { id: randomUUID(), name: body.name ?? '', email: body.email ?? '', roles: (body.roles as unknown as string[]) ?? [], activated: true };
       identities.set(identity.id, identity);
-      return [201, [identity]];
+      return [201, identity];
     },
     '/api/v1/credentials': (body) => {
       if (!identities.has(body.identity_id ?? '')) return [422];

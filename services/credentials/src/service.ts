@@ -1,21 +1,29 @@
+import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { AppError, defineService, systemPrincipal } from '@app/platform';
 import { createCredentialRepository } from './credentials/repository.js';
 import { credentialInternalRoutes, credentialRoutes, CREDENTIALS_PREFIX } from './credentials/routes.js';
-import { createPasswordHasher } from './credentials/secrets.js';
+import { API_KEY_HASH_KEY_BYTES, createApiKeyHasher, createPasswordHasher, decodeApiKeyHashKey } from './credentials/secrets.js';
 import { createCredentialService } from './credentials/service.js';
+
+/** The row of credentials' `server_key` table holding the API key hash key when none is configured. */
+const API_KEY_HASH_KEY_NAME = 'api-key-hmac';
 
 /** The credentials service: how identities sign in (passwords, federated accounts, API keys). */
 export const credentialsService = defineService({
   name: 'credentials',
   description: 'Credentials per identity: LOCAL passwords (argon2id), GOOGLE/GITHUB subjects, API keys',
-  config: ['ARGON2_MEMORY_KIB', 'ARGON2_TIME_COST', 'ARGON2_PARALLELISM', 'ARGON2_CONCURRENCY', 'IDENTITY_URL'],
+  config: ['ARGON2_MEMORY_KIB', 'ARGON2_TIME_COST', 'ARGON2_PARALLELISM', 'ARGON2_CONCURRENCY', 'API_KEY_HASH_KEY', 'IDENTITY_URL'],
   migrations: fileURLToPath(new URL('../prisma/migrations', import.meta.url)),
   outbox: true,
   checks: ['database', 'cache'],
   routes: async (app, { mode, config, database, clients, eventsCommitted, provide }) => {
     const repository = createCredentialRepository(database);
     app.addHook('onClose', () => repository.close());
+    // The configured key, or (development, the embedded default) one generated once and kept
+    // in this service's database, so every replica and restart finds the same keys.
+    const apiKeyHashKey =
+      decodeApiKeyHashKey(config.API_KEY_HASH_KEY) ?? (await repository.serverKey(API_KEY_HASH_KEY_NAME, () => randomBytes(API_KEY_HASH_KEY_BYTES)));
     const service = createCredentialService({
       repository,
       hasher: createPasswordHasher({
@@ -24,6 +32,7 @@ export const credentialsService = defineService({
         parallelism: config.ARGON2_PARALLELISM,
         concurrency: config.ARGON2_CONCURRENCY,
       }),
+      apiKeys: createApiKeyHasher(apiKeyHashKey),
       identities: clients.identity,
       eventsCommitted,
     });

@@ -28,6 +28,7 @@ describe.each(testModes())('credentials schema.prisma and migrations (%s)', (mod
       type: 'API_KEY',
       secretHash: 'a'.repeat(64),
       keyPrefix: 'abcdefghijkl',
+      keyHash: 'b'.repeat(64),
       subject: 'ci robot',
       activated: false,
       lastUsedAt: new Date('2026-01-02T03:04:05.678Z'),
@@ -35,6 +36,15 @@ describe.each(testModes())('credentials schema.prisma and migrations (%s)', (mod
     const created = await prisma.credential.create({ data });
     expect(created).toMatchObject(data);
     expect(await prisma.credential.findUniqueOrThrow({ where: { keyPrefix: 'abcdefghijkl' } })).toEqual(created);
+    expect(await prisma.credential.findUniqueOrThrow({ where: { keyHash: 'b'.repeat(64) } })).toEqual(created);
+  });
+
+  it('round-trips a server key, and refuses a second API key with the same keyed hash', async () => {
+    const key = { name: 'probe', key: new Uint8Array([1, 2, 3]) };
+    expect(await prisma.serverKey.create({ data: key })).toMatchObject(key);
+    const data = { identityId: randomUUID(), provider: 'API_KEY', type: 'API_KEY', keyHash: 'c'.repeat(64) };
+    await prisma.credential.create({ data });
+    await expect(prisma.credential.create({ data })).rejects.toMatchObject({ code: 'P2002' });
   });
 
   it('enforces one LOCAL credential per identity, unique subjects per provider and the provider/type pairs', async () => {

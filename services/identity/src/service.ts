@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { AppError, defineService, systemPrincipal } from '@app/platform';
+import { AppError, defineService } from '@app/platform';
 import { createIdentityRepository } from './identity/repository.js';
 import { IDENTITY_PREFIX, identityInternalRoutes, identityRoutes } from './identity/routes.js';
 import { createIdentityService } from './identity/service.js';
@@ -20,7 +20,7 @@ export const identityService = defineService({
         lookup: async (query) => (await service.lookup(query)) ?? undefined,
         create: async (input) => {
           try {
-            const record = await service.create(input, systemPrincipal('identity'));
+            const record = await service.createWithRoles(input);
             return { id: record.id, name: record.name, email: record.email, roles: record.roles, activated: record.activated };
           } catch (error) {
             if (error instanceof AppError && error.statusCode === 422) return undefined;

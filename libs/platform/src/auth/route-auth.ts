@@ -59,6 +59,9 @@ export function principalOf(request: FastifyRequest): Principal {
   return request.principal;
 }
 
+/** Admins: the only callers who change roles and activation (a `system` token does not). */
+export const isAdmin = (principal: Principal): boolean => principal.roles.includes('admin');
+
 /** Callers who may act on anyone's resources: admins, and other services (`system`). */
 export const isPrivileged = (principal: Principal): boolean => principal.roles.includes('admin') || principal.roles.includes('system');
 

@@ -19,8 +19,8 @@ const CLIENT_TIMEOUT_MS = 5_000;
 /** Connections kept open per peer origin: a burst of sign-ins reuses them instead of reconnecting. */
 const CONNECTIONS_PER_PEER = 32;
 
-/** The public create routes the HTTP clients use (the bootstrap admin's identity and password). */
-const IDENTITY_CREATE_PATH = '/api/v1/identity';
+/** The public routes the HTTP clients use: identity reads on a caller's behalf, the bootstrap admin's password. */
+const IDENTITY_PATH = '/api/v1/identity';
 const CREDENTIALS_CREATE_PATH = '/api/v1/credentials';
 
 /** Read and create answers are arrays of one record (DESIGN.md); extra fields are ignored. */
@@ -104,10 +104,11 @@ export function createHttpClients(options: HttpClientsOptions): HttpClients {
       lookup: async (query, authority) => {
         if (!authority?.authorization) return (await post('identity', INTERNAL_ROUTES.identityLookup, query, internalIdentitySchema, [404])).data;
         // On a caller's behalf: the public read routes, with exactly the caller's authority.
-        const path = 'email' in query ? `${IDENTITY_CREATE_PATH}/email/${encodeURIComponent(query.email)}` : `${IDENTITY_CREATE_PATH}/${encodeURIComponent(query.id)}`;
+        const path = 'email' in query ? `${IDENTITY_PATH}/email/${encodeURIComponent(query.email)}` : `${IDENTITY_PATH}/${encodeURIComponent(query.id)}`;
         return (await send('identity', 'GET', path, undefined, createdIdentitySchema, [404], authority)).data;
       },
-      create: async (input) => (await post('identity', IDENTITY_CREATE_PATH, input, createdIdentitySchema, [422])).data,
+      // Roles are set by admins only on the public route; the platform's own services use the internal one.
+      create: async (input) => (await post('identity', INTERNAL_ROUTES.identityCreate, input, internalIdentitySchema, [422])).data,
     },
     credentials: {
       verifyPassword: async (input) => (await post('credentials', INTERNAL_ROUTES.verifyPassword, input, verifyPasswordResponseSchema)).data!,

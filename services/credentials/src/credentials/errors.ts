@@ -6,6 +6,7 @@ export const identityMissing = (id: string) => new AppError('CREDENTIALS_IDENTIT
 export const localExists = () => new AppError('CREDENTIALS_LOCAL_EXISTS', 422, 'credentials.localExists');
 export const subjectTaken = (provider: string) => new AppError('CREDENTIALS_SUBJECT_TAKEN', 422, 'credentials.subjectTaken', { provider });
 export const credentialConflict = () => new AppError('CREDENTIALS_CONFLICT', 422, 'credentials.conflict');
+export const activationForbidden = () => new AppError('CREDENTIALS_ACTIVATION_FORBIDDEN', 403, 'credentials.activationForbidden');
 export const identityUnavailable = () => new AppError('CREDENTIALS_IDENTITY_UNAVAILABLE', 503, 'credentials.identityUnavailable', {}, { 'retry-after': '1' });
 
 /**
@@ -26,8 +27,10 @@ defineMessages({
     'credentials.rule.subjectRequired': 'Rule "{provider} needs subject": send the account id the provider gives as subject.',
     'credentials.rule.subjectForbidden': 'Rule "{provider} forbids subject": a {provider} credential has no subject.',
     'credentials.rule.passwordLength': 'Rule "LOCAL password length": a password has {min} to {max} characters.',
-    'credentials.rule.apiKeyStrength':
-      'Rule "API_KEY secret strength": a supplied secret is {min} to {max} URL-safe characters (A-Z a-z 0-9 _ -) of random data; omit secret to have one generated.',
+    'credentials.rule.apiKeyLength': 'Rule "API_KEY secret length": an API key secret has {min} to {max} characters.',
+    'credentials.rule.apiKeyRandom':
+      'Rule "API_KEY secret is random": an API key secret is URL-safe random data (A-Z a-z 0-9 _ -), at least 12 distinct characters, no repeated or sequential run; generate one, e.g. openssl rand -base64 48 | tr +/ -_ | tr -d =.',
+    'credentials.activationForbidden': 'Only an admin may activate or deactivate a credential.',
   },
   'pt-BR': {
     'credentials.notFound': 'Nenhuma credencial tem o id {id}.',
@@ -42,8 +45,10 @@ defineMessages({
     'credentials.rule.subjectRequired': 'Regra "{provider} exige subject": envie como subject o id de conta dado pelo provedor.',
     'credentials.rule.subjectForbidden': 'Regra "{provider} proíbe subject": uma credencial {provider} não tem subject.',
     'credentials.rule.passwordLength': 'Regra "tamanho da senha LOCAL": uma senha tem de {min} a {max} caracteres.',
-    'credentials.rule.apiKeyStrength':
-      'Regra "força do secret de API_KEY": um secret enviado tem de {min} a {max} caracteres seguros para URL (A-Z a-z 0-9 _ -) aleatórios; omita secret para gerar um.',
+    'credentials.rule.apiKeyLength': 'Regra "tamanho do secret de API_KEY": um secret de chave de API tem de {min} a {max} caracteres.',
+    'credentials.rule.apiKeyRandom':
+      'Regra "secret de API_KEY aleatório": um secret de chave de API é feito de dados aleatórios seguros para URL (A-Z a-z 0-9 _ -), com ao menos 12 caracteres distintos, sem trechos repetidos ou sequenciais; gere um, por exemplo openssl rand -base64 48 | tr +/ -_ | tr -d =.',
+    'credentials.activationForbidden': 'Somente um administrador pode ativar ou desativar uma credencial.',
   },
   es: {
     'credentials.notFound': 'Ninguna credencial tiene el id {id}.',
@@ -58,8 +63,10 @@ defineMessages({
     'credentials.rule.subjectRequired': 'Regla "{provider} requiere subject": envíe como subject el id de cuenta que da el proveedor.',
     'credentials.rule.subjectForbidden': 'Regla "{provider} prohíbe subject": una credencial {provider} no tiene subject.',
     'credentials.rule.passwordLength': 'Regla "longitud de contraseña LOCAL": una contraseña tiene de {min} a {max} caracteres.',
-    'credentials.rule.apiKeyStrength':
-      'Regla "fuerza del secret de API_KEY": un secret enviado tiene de {min} a {max} caracteres seguros para URL (A-Z a-z 0-9 _ -) aleatorios; omita secret para generar uno.',
+    'credentials.rule.apiKeyLength': 'Regla "longitud del secret de API_KEY": un secret de clave de API tiene de {min} a {max} caracteres.',
+    'credentials.rule.apiKeyRandom':
+      'Regla "secret de API_KEY aleatorio": un secret de clave de API son datos aleatorios seguros para URL (A-Z a-z 0-9 _ -), con al menos 12 caracteres distintos, sin tramos repetidos ni secuenciales; genere uno, p. ej. openssl rand -base64 48 | tr +/ -_ | tr -d =.',
+    'credentials.activationForbidden': 'Solo un administrador puede activar o desactivar una credencial.',
   },
   fr: {
     'credentials.notFound': "Aucun identifiant de connexion n'a l'id {id}.",
@@ -74,8 +81,10 @@ defineMessages({
     'credentials.rule.subjectRequired': "Règle « {provider} exige subject » : envoyez comme subject l'id de compte donné par le fournisseur.",
     'credentials.rule.subjectForbidden': "Règle « {provider} interdit subject » : un identifiant {provider} n'a pas de subject.",
     'credentials.rule.passwordLength': 'Règle « longueur du mot de passe LOCAL » : un mot de passe a de {min} à {max} caractères.',
-    'credentials.rule.apiKeyStrength':
-      'Règle « robustesse du secret API_KEY » : un secret fourni compte de {min} à {max} caractères sûrs pour les URL (A-Z a-z 0-9 _ -) aléatoires ; omettez secret pour en générer un.',
+    'credentials.rule.apiKeyLength': 'Règle « longueur du secret API_KEY » : un secret de clé d\'API compte de {min} à {max} caractères.',
+    'credentials.rule.apiKeyRandom':
+      'Règle « secret API_KEY aléatoire » : un secret de clé d\'API est fait de données aléatoires sûres pour les URL (A-Z a-z 0-9 _ -), avec au moins 12 caractères distincts, sans suite répétée ni séquentielle ; générez-en un, p. ex. openssl rand -base64 48 | tr +/ -_ | tr -d =.',
+    'credentials.activationForbidden': 'Seul un administrateur peut activer ou désactiver un identifiant.',
   },
   de: {
     'credentials.notFound': 'Kein Zugangsnachweis hat die ID {id}.',
@@ -90,7 +99,9 @@ defineMessages({
     'credentials.rule.subjectRequired': 'Regel „{provider} braucht subject“: senden Sie die Konto-ID des Anbieters als subject.',
     'credentials.rule.subjectForbidden': 'Regel „{provider} verbietet subject“: ein {provider}-Zugangsnachweis hat kein subject.',
     'credentials.rule.passwordLength': 'Regel „Länge des LOCAL-Passworts“: ein Passwort hat {min} bis {max} Zeichen.',
-    'credentials.rule.apiKeyStrength':
-      'Regel „Stärke des API_KEY-secret“: ein mitgesendetes secret hat {min} bis {max} URL-sichere Zufallszeichen (A-Z a-z 0-9 _ -); lassen Sie secret weg, um eines erzeugen zu lassen.',
+    'credentials.rule.apiKeyLength': 'Regel „Länge des API_KEY-secret“: ein API-Schlüssel-secret hat {min} bis {max} Zeichen.',
+    'credentials.rule.apiKeyRandom':
+      'Regel „API_KEY-secret ist zufällig“: ein API-Schlüssel-secret besteht aus URL-sicheren Zufallsdaten (A-Z a-z 0-9 _ -), mit mindestens 12 verschiedenen Zeichen, ohne wiederholte oder fortlaufende Folgen; erzeugen Sie eines, z. B. openssl rand -base64 48 | tr +/ -_ | tr -d =.',
+    'credentials.activationForbidden': 'Nur ein Admin darf einen Zugangsnachweis aktivieren oder deaktivieren.',
   },
 });

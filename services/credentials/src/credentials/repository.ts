@@ -14,11 +14,12 @@ export interface CredentialWrite {
   type?: string;
   secretHash?: string | null;
   keyPrefix?: string | null;
+  keyHash?: string | null;
   subject?: string | null;
   activated?: boolean;
 }
 
-/** A write broke a unique rule: one LOCAL per identity, (provider, subject), key prefix. */
+/** A write broke a unique rule: one LOCAL per identity, (provider, subject), an API key's hash. */
 export class UniqueViolation extends Error {
   constructor() {
     super('unique constraint violated');
@@ -30,13 +31,24 @@ export class UniqueViolation extends Error {
 export interface CredentialRepository {
   findById(id: string): Promise<CredentialRow | null>;
   findLocal(identityId: string): Promise<CredentialRow | null>;
-  findByKeyPrefix(prefix: string): Promise<CredentialRow | null>;
+  /** The API key stored under this keyed hash (unique index). */
+  findByKeyHash(keyHash: string): Promise<CredentialRow | null>;
+  /** A legacy API key (`ak_<prefix>_…`) not yet moved to a keyed hash. */
+  findByLegacyPrefix(prefix: string): Promise<CredentialRow | null>;
   list(filters: CredentialFilters, page: Page, count: boolean): Promise<{ rows: CredentialRow[]; hasMore: boolean; total?: number }>;
   create(data: CredentialWrite & { identityId: string; provider: string; type: string }, event: EventFor): Promise<CredentialRow>;
   update(id: string, data: CredentialWrite, event: EventFor): Promise<CredentialRow | null>;
   delete(id: string, event: EventFor): Promise<CredentialRow | null>;
-  /** Records a successful use, and a rehashed secret when the argon2 costs changed. No event. */
-  markUsed(id: string, secretHash?: string): Promise<void>;
+  /**
+   * Records a successful use, and a rehashed secret when the argon2 costs changed, or a legacy
+   * API key's keyed hash (its prefix and unkeyed hash then go). No event.
+   */
+  markUsed(id: string, rehash?: { secretHash: string } | { keyHash: string }): Promise<void>;
+  /**
+   * The key named `name`, created from `generate()` by whichever replica asks first; every
+   * later call, in any process, gets the same bytes.
+   */
+  serverKey(name: string, generate: () => Buffer): Promise<Buffer>;
   close(): Promise<void>;
 }
 
@@ -61,7 +73,8 @@ export function createCredentialRepository(database: Database): CredentialReposi
   return {
     findById: (id) => prisma.credential.findUnique({ where: { id } }),
     findLocal: (identityId) => prisma.credential.findFirst({ where: { identityId, provider: 'LOCAL' } }),
-    findByKeyPrefix: (keyPrefix) => prisma.credential.findUnique({ where: { keyPrefix } }),
+    findByKeyHash: (keyHash) => prisma.credential.findUnique({ where: { keyHash } }),
+    findByLegacyPrefix: (keyPrefix) => prisma.credential.findFirst({ where: { keyPrefix, keyHash: null, provider: 'API_KEY' } }),
     list: async (filters, page, count) => {
       const where = whereOf(filters);
       const [rows, total] = await Promise.all([
@@ -105,14 +118,30 @@ export function createCredentialRepository(database: Database): CredentialReposi
         await enqueueEvent(tx, CREDENTIALS_SCHEMA, subject, payload);
         return found;
       }),
-    markUsed: async (id, secretHash) => {
+    markUsed: async (id, rehash) => {
       // Raw SQL so a use moves lastUsedAt without touching updatedAt (Prisma's @updatedAt
       // would); a credential revoked meanwhile simply matches no row.
+      if (rehash && 'keyHash' in rehash) {
+        // Only while still legacy: a new secret set meanwhile (key_hash no longer null) wins.
+        await translated(() =>
+          prisma.$executeRawUnsafe(
+            `update "credentials"."credential" set last_used_at = now(), key_hash = $2, secret_hash = null, key_prefix = null where id = $1::uuid and key_hash is null`,
+            id,
+            rehash.keyHash,
+          ),
+        );
+        return;
+      }
       await prisma.$executeRawUnsafe(
         `update "credentials"."credential" set last_used_at = now(), secret_hash = coalesce($2, secret_hash) where id = $1::uuid`,
         id,
-        secretHash ?? null,
+        rehash?.secretHash ?? null,
       );
+    },
+    serverKey: async (name, generate) => {
+      await prisma.serverKey.createMany({ data: [{ name, key: new Uint8Array(generate()) }], skipDuplicates: true });
+      const { key } = await prisma.serverKey.findUniqueOrThrow({ where: { name } });
+      return Buffer.from(key);
     },
     close: () => prisma.$disconnect(),
   };

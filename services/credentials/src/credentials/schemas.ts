@@ -2,7 +2,7 @@ import { CREDENTIAL_PROVIDERS, type CredentialProvider } from '@app/contracts';
 import { booleanParam, instantParam, issueKey, listQuerySchema } from '@app/platform';
 import { z } from 'zod';
 import type { $ZodIssue } from 'zod/v4/core';
-import { isStrongApiKeySecret } from './secrets.js';
+import { API_KEY_SECRET_MAX_LENGTH, API_KEY_SECRET_MIN_LENGTH, isRandomLookingSecret } from './secrets.js';
 
 export const CREDENTIAL_TYPES = ['PASSWORD', 'OAUTH', 'API_KEY'] as const;
 export type CredentialType = (typeof CREDENTIAL_TYPES)[number];
@@ -22,8 +22,7 @@ export const TYPE_OF_PROVIDER: Record<CredentialProvider, CredentialType> = {
 export const PASSWORD_MIN_LENGTH = 8;
 /** argon2 hashes any length, but a megabyte "password" is a denial-of-service vector. */
 export const PASSWORD_MAX_LENGTH = 1024;
-export const API_KEY_SECRET_MIN_LENGTH = 32;
-export const API_KEY_SECRET_MAX_LENGTH = 256;
+export { API_KEY_SECRET_MAX_LENGTH, API_KEY_SECRET_MIN_LENGTH };
 
 /** A credential as the API shows it: every field but the secret and its hash. */
 export const credentialSchema = z
@@ -33,7 +32,6 @@ export const credentialSchema = z
     provider: z.enum(CREDENTIAL_PROVIDERS),
     type: z.enum(CREDENTIAL_TYPES),
     subject: z.string().nullable(),
-    keyPrefix: z.string().nullable().describe('The non-secret lookup prefix of an API key (`ak_<keyPrefix>_…`)'),
     createdAt: z.iso.datetime(),
     updatedAt: z.iso.datetime(),
     activated: z.boolean(),
@@ -43,13 +41,7 @@ export const credentialSchema = z
 
 export type CredentialRecord = z.infer<typeof credentialSchema>;
 
-/** The answer to creating or re-keying an API_KEY credential: the only time the key is shown. */
-export const credentialWithKeySchema = credentialSchema
-  .extend({ apiKey: z.string().optional().describe('The whole API key; shown once, never stored or shown again') })
-  .meta({ id: 'CredentialWithApiKey' });
-
 export const credentialListSchema = z.array(credentialSchema);
-export const credentialWithKeyListSchema = z.array(credentialWithKeySchema);
 
 const secretField = z.string().min(1).max(PASSWORD_MAX_LENGTH).describe('Write-only: stored hashed, never returned');
 const subjectField = z.string().trim().min(1).max(255).describe("The account id at GOOGLE or GITHUB (OIDC `sub`)");
@@ -66,8 +58,9 @@ export interface RuleInput {
 
 /**
  * The provider rules of create and update: LOCAL needs a secret and forbids a subject,
- * GOOGLE and GITHUB need a subject and forbid a secret, API_KEY needs a secret (generated
- * when none is sent), and the type follows the provider. Each broken rule is one issue.
+ * GOOGLE and GITHUB need a subject and forbid a secret, API_KEY needs a secret
+ * the client chose (the key itself: 32 to 256 URL-safe characters of random data, never
+ * generated here), and the type follows the provider. Each broken rule is one issue.
  */
 export function providerRuleIssues(input: RuleInput): { path: string; key: string; values: Record<string, string | number> }[] {
   const { provider } = input;
@@ -86,10 +79,13 @@ export function providerRuleIssues(input: RuleInput): { path: string; key: strin
     if (!input.hasSubject) rule('subject', 'subjectRequired');
     if (input.hasSecret) rule('secret', 'secretForbidden');
   } else {
-    // API_KEY: the secret is required of the credential, not of the caller: without one
-    // the service generates 256 random bits. A caller's own secret must look as random.
-    if (input.secret !== undefined && !isStrongApiKeySecret(input.secret)) {
-      rule('secret', 'apiKeyStrength', { min: API_KEY_SECRET_MIN_LENGTH, max: API_KEY_SECRET_MAX_LENGTH });
+    // API_KEY: the secret is the key a client will present; the platform never invents one.
+    if (!input.hasSecret) rule('secret', 'secretRequired');
+    const secret = input.secret;
+    if (secret !== undefined && (secret.length < API_KEY_SECRET_MIN_LENGTH || secret.length > API_KEY_SECRET_MAX_LENGTH)) {
+      rule('secret', 'apiKeyLength', { min: API_KEY_SECRET_MIN_LENGTH, max: API_KEY_SECRET_MAX_LENGTH });
+    } else if (secret !== undefined && !isRandomLookingSecret(secret)) {
+      rule('secret', 'apiKeyRandom');
     }
   }
   return issues;
@@ -111,7 +107,9 @@ export const createCredentialBodySchema = z
     identity_id: z.uuid(),
     provider: z.enum(CREDENTIAL_PROVIDERS),
     type: z.enum(CREDENTIAL_TYPES).optional().describe('Follows from provider when omitted'),
-    secret: secretField.optional().describe('LOCAL: the password. API_KEY: omit to have a key generated'),
+    secret: secretField
+      .optional()
+      .describe('LOCAL: the password. API_KEY (required): the key itself, 32 to 256 URL-safe random characters, sent later as client_secret'),
     subject: subjectField.optional(),
     activated: z.boolean().optional(),
   })
@@ -120,7 +118,7 @@ export const createCredentialBodySchema = z
       provider: body.provider,
       type: body.type,
       secret: body.secret,
-      hasSecret: body.secret !== undefined || body.provider === 'API_KEY',
+      hasSecret: body.secret !== undefined,
       hasSubject: body.subject !== undefined,
     })) {
       ctx.addIssue({ code: 'custom', path: [issue.path], message: issue.key, ...issueKey(issue.key, issue.values) });
@@ -129,7 +127,7 @@ export const createCredentialBodySchema = z
 
 export const updateCredentialBodySchema = z.strictObject({
   type: z.enum(CREDENTIAL_TYPES).optional(),
-  secret: secretField.optional().describe('A new password (rehashed) or, for API_KEY, a new key secret'),
+  secret: secretField.optional().describe('A new password (rehashed) or, for API_KEY, a new key (the same rules as on creation)'),
   subject: subjectField.optional(),
   activated: z.boolean().optional(),
 });
@@ -146,7 +144,6 @@ export const listCredentialsQuerySchema = listQuerySchema(SORTABLE_FIELDS, {
   provider: z.enum(CREDENTIAL_PROVIDERS).optional(),
   type: z.enum(CREDENTIAL_TYPES).optional(),
   subject: z.string().max(255).optional(),
-  keyPrefix: z.string().max(32).optional(),
   activated: booleanParam.optional(),
   createdAt: instantParam.optional(),
   updatedAt: instantParam.optional(),
@@ -158,7 +155,6 @@ export interface CredentialFilters {
   provider?: CredentialProvider;
   type?: CredentialType;
   subject?: string;
-  keyPrefix?: string;
   activated?: boolean;
   createdAt?: Date;
   updatedAt?: Date;

@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import argon2 from 'argon2';
 
 /** argon2id costs, from config (ARGON2_*). */
@@ -73,53 +73,94 @@ export function createPasswordHasher(parameters: Argon2Parameters & { concurrenc
 }
 
 /**
- * API keys look like `ak_<prefix>_<secret>`: `ak_` makes a leaked key recognizable to
- * secret scanners, the 12-character prefix (72 random bits) is the non-secret lookup key
- * stored in clear, and the secret is 32 random bytes (256 bits) in base64url.
+ * API keys. The client supplies the secret, and that secret is the key: what it later sends
+ * as `client_secret`. It is stored only as HMAC-SHA256 under a server key (API_KEY_HASH_KEY,
+ * or one kept in this service's database), so a copy of the table alone lets nobody test
+ * guesses offline, and the hash is unique and indexed, so a key is found in O(1).
  */
-export const API_KEY_MARK = 'ak_';
-const PREFIX_BYTES = 9;
-const PREFIX_LENGTH = 12; // base64url of 9 bytes
-const SECRET_BYTES = 32;
+export const API_KEY_SECRET_MIN_LENGTH = 32;
+export const API_KEY_SECRET_MAX_LENGTH = 256;
+/** The HMAC key's size: SHA-256's block-sized security needs no more than 32 bytes. */
+export const API_KEY_HASH_KEY_BYTES = 32;
 
-/** A client-supplied API key secret: URL-safe, long enough to carry at least 128 random bits. */
-export const CLIENT_API_KEY_SECRET = /^[A-Za-z0-9_-]{32,256}$/;
+/** URL-safe characters only: the key travels in forms, HTTP Basic and environment files unescaped. */
+const URL_SAFE = /^[A-Za-z0-9_-]+$/;
 /** Fewer distinct characters than this means a pattern (`aaaa…`, `abab…`), not random data. */
 export const MIN_DISTINCT_SECRET_CHARACTERS = 12;
 
-export const isStrongApiKeySecret = (secret: string) =>
-  CLIENT_API_KEY_SECRET.test(secret) && new Set(secret).size >= MIN_DISTINCT_SECRET_CHARACTERS;
+/** Whether `secret` repeats a unit shorter than half of it (`abcdefghijkl` twice and more). */
+const isPeriodic = (secret: string) => {
+  for (let period = 1; period <= secret.length / 2; period++) {
+    let repeats = true;
+    for (let i = period; i < secret.length && repeats; i++) repeats = secret[i] === secret[i - period];
+    if (repeats) return true;
+  }
+  return false;
+};
 
-/** SHA-256 is enough for API keys: unlike passwords they carry their own entropy. */
-export const hashApiKey = (key: string) => createHash('sha256').update(key, 'utf8').digest('hex');
+/**
+ * Whether half or more of the steps between neighbours go to the next or previous character
+ * (`abcdef…`, `0123…`, `zyx…`): a run typed by hand, not random data (random data has such a
+ * step about once in 30).
+ */
+const isSequential = (secret: string) => {
+  let steps = 0;
+  for (let i = 1; i < secret.length; i++) if (Math.abs(secret.charCodeAt(i) - secret.charCodeAt(i - 1)) === 1) steps++;
+  return steps * 2 >= secret.length - 1;
+};
 
-export interface IssuedApiKey {
-  /** The whole key, shown to its owner once and never stored. */
-  key: string;
-  prefix: string;
-  hash: string;
+/** Whether a client's secret looks like random data rather than a pattern (its length is checked apart). */
+export const isRandomLookingSecret = (secret: string) =>
+  URL_SAFE.test(secret) && new Set(secret).size >= MIN_DISTINCT_SECRET_CHARACTERS && !isPeriodic(secret) && !isSequential(secret);
+
+export interface ApiKeyHasher {
+  /** The keyed hash a key is stored and found by (hex). */
+  hash(secret: string): string;
+  /** Compares a presented key with a stored keyed hash in constant time; no hash is a mismatch. */
+  matches(secret: string, storedHash: string | null | undefined): boolean;
 }
 
-/** A new API key: a fresh prefix, and the given secret or 32 random bytes. */
-export function issueApiKey(secret: string = randomBytes(SECRET_BYTES).toString('base64url')): IssuedApiKey {
-  const prefix = randomBytes(PREFIX_BYTES).toString('base64url');
-  const key = `${API_KEY_MARK}${prefix}_${secret}`;
-  return { key, prefix, hash: hashApiKey(key) };
+export function createApiKeyHasher(key: Buffer): ApiKeyHasher {
+  if (key.length < API_KEY_HASH_KEY_BYTES) throw new Error(`the API key hash key needs at least ${API_KEY_HASH_KEY_BYTES} bytes`);
+  const hash = (secret: string) => createHmac('sha256', key).update(secret, 'utf8').digest('hex');
+  const nothing = hash(randomBytes(API_KEY_HASH_KEY_BYTES).toString('base64url'));
+  return {
+    hash,
+    matches: (secret, storedHash) => digestsEqual(hash(secret), storedHash ?? nothing) && storedHash != null,
+  };
 }
 
-/** The lookup prefix of something shaped like an API key, or undefined. */
-export function apiKeyPrefixOf(key: string): string | undefined {
-  if (!key.startsWith(API_KEY_MARK) || key[API_KEY_MARK.length + PREFIX_LENGTH] !== '_') return undefined;
-  const prefix = key.slice(API_KEY_MARK.length, API_KEY_MARK.length + PREFIX_LENGTH);
-  return /^[A-Za-z0-9_-]+$/.test(prefix) ? prefix : undefined;
+/** The configured key (base64 or base64url, validated by the config), or undefined when unset. */
+export const decodeApiKeyHashKey = (configured: string | undefined): Buffer | undefined =>
+  configured === undefined ? undefined : Buffer.from(configured, 'base64');
+
+const digestsEqual = (a: string, b: string) => {
+  const left = Buffer.from(a, 'hex');
+  const right = Buffer.from(b, 'hex');
+  return left.length === right.length && timingSafeEqual(left, right);
+};
+
+/**
+ * Keys issued before issue 11 look like `ak_<12-character prefix>_<secret>` and are stored as
+ * plain SHA-256 of the whole key, found by the prefix. They keep working through this path,
+ * and the first successful use stores them under the keyed hash (the prefix and the old hash
+ * are cleared), as a password is rehashed when its costs change.
+ */
+export const LEGACY_API_KEY_MARK = 'ak_';
+const LEGACY_PREFIX_LENGTH = 12; // base64url of 9 bytes
+
+/** The lookup prefix of something shaped like a legacy API key, or undefined. */
+export function legacyApiKeyPrefixOf(key: string): string | undefined {
+  if (!key.startsWith(LEGACY_API_KEY_MARK) || key[LEGACY_API_KEY_MARK.length + LEGACY_PREFIX_LENGTH] !== '_') return undefined;
+  const prefix = key.slice(LEGACY_API_KEY_MARK.length, LEGACY_API_KEY_MARK.length + LEGACY_PREFIX_LENGTH);
+  return URL_SAFE.test(prefix) ? prefix : undefined;
 }
 
-/** A digest no key hashes to, compared against when the prefix is unknown (same work either way). */
-const NO_KEY_HASH = hashApiKey(randomBytes(SECRET_BYTES).toString('base64url'));
+/** The legacy unkeyed digest (SHA-256 of the whole key). */
+export const legacyApiKeyHash = (key: string) => createHash('sha256').update(key, 'utf8').digest('hex');
 
-/** Compares a presented key with a stored SHA-256 in constant time. */
-export function apiKeyMatches(key: string, storedHash: string | null | undefined): boolean {
-  const expected = Buffer.from(storedHash ?? NO_KEY_HASH, 'hex');
-  const actual = Buffer.from(hashApiKey(key), 'hex');
-  return expected.length === actual.length && timingSafeEqual(expected, actual) && storedHash != null;
-}
+const NO_LEGACY_HASH = legacyApiKeyHash(randomBytes(32).toString('base64url'));
+
+/** Compares a presented key with a legacy SHA-256 in constant time. */
+export const legacyApiKeyMatches = (key: string, storedHash: string | null | undefined): boolean =>
+  digestsEqual(legacyApiKeyHash(key), storedHash ?? NO_LEGACY_HASH) && storedHash != null;

@@ -10,8 +10,16 @@ import {
   type VerifyPasswordRequest,
   type VerifyPasswordResponse,
 } from '@app/contracts';
-import { forbidden, isOwnerOrAdmin, isPrivileged, RequestValidationError, type Page, type Principal } from '@app/platform';
-import { credentialConflict, credentialNotFound, identityMissing, identityUnavailable, localExists, subjectTaken } from './errors.js';
+import { forbidden, isAdmin, isOwnerOrAdmin, isPrivileged, RequestValidationError, type Page, type Principal } from '@app/platform';
+import {
+  activationForbidden,
+  credentialConflict,
+  credentialNotFound,
+  identityMissing,
+  identityUnavailable,
+  localExists,
+  subjectTaken,
+} from './errors.js';
 import { UniqueViolation, type CredentialRepository, type CredentialRow, type CredentialWrite } from './repository.js';
 import {
   ruleIssuesAsZod,
@@ -22,11 +30,13 @@ import {
   type CredentialType,
   type UpdateCredentialInput,
 } from './schemas.js';
-import { apiKeyMatches, apiKeyPrefixOf, issueApiKey, type PasswordHasher } from './secrets.js';
+import { legacyApiKeyMatches, legacyApiKeyPrefixOf, type ApiKeyHasher, type PasswordHasher } from './secrets.js';
 
 export interface CredentialServiceDeps {
   repository: CredentialRepository;
   hasher: PasswordHasher;
+  /** Keyed hashes of API keys (HMAC under the server key). */
+  apiKeys: ApiKeyHasher;
   identities: IdentityClient;
   /** Called after a change (and its event) committed, so the outbox relays it at once. */
   eventsCommitted(): void;
@@ -45,7 +55,6 @@ const toRecord = (row: CredentialRow): CredentialRecord => ({
   provider: row.provider as CredentialProvider,
   type: row.type as CredentialType,
   subject: row.subject,
-  keyPrefix: row.keyPrefix,
   createdAt: row.createdAt.toISOString(),
   updatedAt: row.updatedAt.toISOString(),
   activated: row.activated,
@@ -68,7 +77,7 @@ const conflictFor = (provider: string) =>
 export type CredentialService = ReturnType<typeof createCredentialService>;
 
 export function createCredentialService(deps: CredentialServiceDeps) {
-  const { repository, hasher } = deps;
+  const { repository, hasher, apiKeys } = deps;
 
   /** identity not answering says nothing about the request: 503, retry. */
   const lookupIdentity = async (query: IdentityLookupRequest, authority: CallAuthority): Promise<InternalIdentity | undefined> => {
@@ -88,22 +97,23 @@ export function createCredentialService(deps: CredentialServiceDeps) {
     return row;
   };
 
-  /** Hashes a new secret the way its provider stores it; an API key also gets a new prefix. */
-  const secretFields = async (provider: string, secret: string | undefined): Promise<{ write: CredentialWrite; apiKey?: string }> => {
-    if (provider === 'LOCAL' && secret !== undefined) return { write: { secretHash: await hasher.hash(secret) } };
-    if (provider === 'API_KEY') {
-      const issued = issueApiKey(secret);
-      return { write: { secretHash: issued.hash, keyPrefix: issued.prefix }, apiKey: issued.key };
-    }
-    return { write: {} };
+  /**
+   * Hashes a new secret the way its provider stores it. An API key is stored under its keyed
+   * hash only; a legacy key's prefix and unkeyed hash go with the old secret.
+   */
+  const secretFields = async (provider: string, secret: string | undefined): Promise<CredentialWrite> => {
+    if (secret === undefined) return {};
+    if (provider === 'LOCAL') return { secretHash: await hasher.hash(secret) };
+    if (provider === 'API_KEY') return { keyHash: apiKeys.hash(secret), secretHash: null, keyPrefix: null };
+    return {};
   };
 
   return {
     /** Admins and system tokens only; the identity must exist (asked of identity with the caller's token). */
-    async create(input: CreateCredentialInput, caller: Caller): Promise<CredentialRecord & { apiKey?: string }> {
+    async create(input: CreateCredentialInput, caller: Caller): Promise<CredentialRecord> {
       if (!isPrivileged(caller.principal)) throw forbidden();
       if (!(await lookupIdentity({ id: input.identity_id }, caller.authority))) throw identityMissing(input.identity_id);
-      const { write, apiKey } = await secretFields(input.provider, input.secret);
+      const write = await secretFields(input.provider, input.secret);
       try {
         const row = await repository.create(
           {
@@ -117,7 +127,7 @@ export function createCredentialService(deps: CredentialServiceDeps) {
           (created) => ({ subject: 'credential.created', payload: eventOf(created) }),
         );
         deps.eventsCommitted();
-        return { ...toRecord(row), ...(apiKey ? { apiKey } : {}) };
+        return toRecord(row);
       } catch (error) {
         if (error instanceof UniqueViolation) throw conflictFor(input.provider);
         throw error;
@@ -136,15 +146,20 @@ export function createCredentialService(deps: CredentialServiceDeps) {
       return { ...result, records: result.rows.map(toRecord) };
     },
 
-    /** The provider rules hold for the credential as it will be after the update. */
-    async update(id: string, input: UpdateCredentialInput, principal: Principal): Promise<CredentialRecord & { apiKey?: string }> {
+    /**
+     * The provider rules hold for the credential as it will be after the update. Its owner may
+     * change the secret; only an admin changes `activated` (else a user could reactivate the
+     * credential an admin deactivated).
+     */
+    async update(id: string, input: UpdateCredentialInput, principal: Principal): Promise<CredentialRecord> {
       const existing = await accessible(id, principal);
+      if (input.activated !== undefined && !isAdmin(principal)) throw activationForbidden();
       const provider = existing.provider as CredentialProvider;
       const issues = ruleIssuesAsZod({
         provider,
         type: input.type,
         secret: input.secret,
-        hasSecret: input.secret !== undefined || existing.secretHash !== null,
+        hasSecret: input.secret !== undefined || existing.secretHash !== null || existing.keyHash !== null,
         hasSubject: input.subject !== undefined || existing.subject !== null,
       });
       if (issues.length > 0) {
@@ -153,7 +168,7 @@ export function createCredentialService(deps: CredentialServiceDeps) {
         throw error;
       }
       const secretChanged = input.secret !== undefined;
-      const { write, apiKey } = secretChanged ? await secretFields(provider, input.secret) : { write: {}, apiKey: undefined };
+      const write = await secretFields(provider, input.secret);
       try {
         const row = await repository.update(
           id,
@@ -166,7 +181,7 @@ export function createCredentialService(deps: CredentialServiceDeps) {
         );
         if (!row) throw credentialNotFound(id);
         deps.eventsCommitted();
-        return { ...toRecord(row), ...(apiKey ? { apiKey } : {}) };
+        return toRecord(row);
       } catch (error) {
         if (error instanceof UniqueViolation) throw conflictFor(provider);
         throw error;
@@ -200,19 +215,30 @@ export function createCredentialService(deps: CredentialServiceDeps) {
       if (!matches || !credential.activated || !identity.activated) return { valid: false };
       // The costs in config rose since this hash was made: upgrade it while we hold the password.
       const rehashed = hasher.needsRehash(credential.secretHash) ? await hasher.hash(request.password) : undefined;
-      await repository.markUsed(credential.id, rehashed);
+      await repository.markUsed(credential.id, rehashed === undefined ? undefined : { secretHash: rehashed });
       return { valid: true, identityId: identity.id };
     },
 
-    /** Resolves an API key to its identity and roles: found by its prefix, compared in constant time. */
+    /**
+     * Resolves an API key to its identity and roles: found by its keyed hash (unique index),
+     * compared in constant time. A legacy key (`ak_<prefix>_…`, unkeyed SHA-256) is found by its
+     * prefix instead and, on this first successful use, stored under the keyed hash.
+     */
     async verifyApiKey(apiKey: string, authority: CallAuthority): Promise<VerifyApiKeyResponse> {
-      const prefix = apiKeyPrefixOf(apiKey);
-      const credential = prefix ? await repository.findByKeyPrefix(prefix) : null;
-      const matches = apiKeyMatches(apiKey, credential?.provider === 'API_KEY' ? credential.secretHash : undefined);
+      const keyHash = apiKeys.hash(apiKey);
+      let credential = await repository.findByKeyHash(keyHash);
+      let matches = apiKeys.matches(apiKey, credential?.provider === 'API_KEY' ? credential.keyHash : undefined);
+      let legacy = false;
+      if (!credential) {
+        const prefix = legacyApiKeyPrefixOf(apiKey);
+        credential = prefix ? await repository.findByLegacyPrefix(prefix) : null;
+        matches = legacyApiKeyMatches(apiKey, credential?.provider === 'API_KEY' ? credential.secretHash : undefined);
+        legacy = matches;
+      }
       if (!matches || !credential?.activated) return { valid: false };
       const identity = await lookupIdentity({ id: credential.identityId }, authority);
       if (!identity?.activated) return { valid: false };
-      await repository.markUsed(credential.id);
+      await repository.markUsed(credential.id, legacy ? { keyHash } : undefined);
       return { valid: true, identityId: identity.id, credentialId: credential.id, roles: identity.roles };
     },
   };

@@ -26,6 +26,16 @@ export class UniqueViolation extends Error {
   }
 }
 
+/** The update would leave no active admin; nothing was written. */
+export class LastAdminViolation extends Error {
+  constructor() {
+    super('the last active admin would be demoted or deactivated');
+    this.name = 'LastAdminViolation';
+  }
+}
+
+const isActiveAdmin = (row: { roles: string[]; activated: boolean }) => row.activated && row.roles.includes('admin');
+
 /** Where identities are stored. The service depends on this interface, never on Prisma. */
 export interface IdentityRepository {
   findById(id: string): Promise<IdentityRow | null>;
@@ -33,7 +43,11 @@ export interface IdentityRepository {
   list(filters: IdentityFilters, page: Page, count: boolean): Promise<{ rows: IdentityRow[]; hasMore: boolean; total?: number }>;
   /** Inserts and records the event atomically; rejects with UniqueViolation on a taken email. */
   create(data: IdentityWrite & { name: string; email: string }, event: EventFor): Promise<IdentityRow>;
-  /** Updates and records the event atomically; null when there is no such identity. */
+  /**
+   * Updates and records the event atomically; null when there is no such identity. Rejects
+   * with LastAdminViolation when the update would leave no active admin, also under
+   * concurrent updates (see the lock below).
+   */
   update(id: string, data: IdentityWrite, event: EventFor): Promise<IdentityRow | null>;
   close(): Promise<void>;
 }
@@ -82,6 +96,15 @@ export function createIdentityRepository(database: Database): IdentityRepository
     update: async (id, data, event) => {
       try {
         return await prisma.$transaction(async (tx) => {
+          if (data.roles !== undefined || data.activated === false) {
+            // Every active admin's row, locked in one order: a concurrent demotion waits here,
+            // then re-reads the rows the first one changed (READ COMMITTED re-checks the WHERE
+            // of locked rows), so two admins demoting each other leave one admin, never none.
+            const admins = await tx.$queryRaw<{ id: string }[]>`
+              select id from "identity"."identity" where activated and 'admin' = any(roles) order by id for update`;
+            const after = { roles: data.roles ?? ['admin'], activated: data.activated ?? true };
+            if (admins.length === 1 && admins[0]!.id === id && !isActiveAdmin(after)) throw new LastAdminViolation();
+          }
           const found = await tx.identity.findUnique({ where: { id }, select: { id: true } });
           if (!found) return null;
           const row = await tx.identity.update({ where: { id }, data });

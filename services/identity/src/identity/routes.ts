@@ -4,6 +4,7 @@ import { listHeadersSchema, pageOf, setPagingHeaders, wantsExactCount } from '@a
 import { identityEmailNotFound, identityNotFound } from './errors.js';
 import {
   createIdentityBodySchema,
+  internalCreateIdentityBodySchema,
   identityEmailParamsSchema,
   identityIdParamsSchema,
   identityListSchema,
@@ -21,6 +22,7 @@ const errors = {
   401: problemSchema,
   403: problemSchema,
   404: problemSchema,
+  409: problemSchema,
   422: problemSchema,
   500: problemSchema,
 };
@@ -40,7 +42,7 @@ export async function identityRoutes(app: App, options: IdentityRoutesOptions): 
       config: { auth: 'optional' },
       schema: {
         tags: TAGS,
-        summary: 'Register an identity (no token needed; roles need an admin or system token)',
+        summary: 'Register an identity (no token needed; roles need an admin token)',
         body: createIdentityBodySchema,
         response: { 201: identityListSchema, ...errors },
       },
@@ -108,7 +110,7 @@ export async function identityRoutes(app: App, options: IdentityRoutesOptions): 
       config: { auth: 'authenticated' },
       schema: {
         tags: TAGS,
-        summary: 'Update an identity (roles and activation only by an admin or a system token)',
+        summary: 'Update an identity (roles and activation only by an admin; the last active admin stays one)',
         security,
         params: identityIdParamsSchema,
         body: updateIdentityBodySchema,
@@ -142,6 +144,25 @@ export async function identityInternalRoutes(app: App, options: IdentityRoutesOp
       const identity = await options.service.lookup(request.body);
       if (!identity) throw 'email' in request.body ? identityEmailNotFound() : identityNotFound(request.body.id);
       return identity;
+    },
+  );
+
+  app.post(
+    INTERNAL_ROUTES.identityCreate,
+    {
+      config: { auth: { roles: ['system'] } },
+      schema: {
+        hide: true,
+        tags: ['Internal'],
+        summary: "Create an identity with roles: sso's bootstrap administrator (system tokens only)",
+        security,
+        body: internalCreateIdentityBodySchema,
+        response: { 201: internalIdentitySchema, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const { id, name, email, roles, activated } = await options.service.createWithRoles(request.body);
+      return reply.code(201).send({ id, name, email, roles, activated });
     },
   );
 }

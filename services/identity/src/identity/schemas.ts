@@ -46,15 +46,18 @@ export const createIdentityBodySchema = z.strictObject({
   name: nameSchema,
   email: emailSchema,
   avatar: avatarSchema.optional(),
-  roles: rolesSchema.optional().describe('Only an admin or a system token may set roles'),
+  roles: rolesSchema.optional().describe('Only an admin may set roles'),
 });
+
+/** The internal create (sso's bootstrap administrator): the public shape, roles required. */
+export const internalCreateIdentityBodySchema = createIdentityBodySchema.extend({ roles: rolesSchema });
 
 export const updateIdentityBodySchema = z.strictObject({
   name: nameSchema.optional(),
   email: emailSchema.optional(),
   avatar: avatarSchema.nullable().optional(),
-  roles: rolesSchema.optional().describe('Only an admin or a system token may change roles'),
-  activated: z.boolean().optional().describe('Only an admin or a system token may change this'),
+  roles: rolesSchema.optional().describe('Only an admin may change roles'),
+  activated: z.boolean().optional().describe('Only an admin may change this; the last active admin stays active'),
 });
 
 export type CreateIdentityInput = z.infer<typeof createIdentityBodySchema>;

@@ -1,7 +1,7 @@
 import type { IdentityEvent, InternalIdentity } from '@app/contracts';
-import { forbidden, isOwnerOrAdmin, isPrivileged, type Cache, type Logger, type Page, type Principal } from '@app/platform';
-import { emailTaken, identityEmailNotFound, identityNotFound, privilegedFieldsForbidden } from './errors.js';
-import { UniqueViolation, type IdentityRepository, type IdentityRow } from './repository.js';
+import { forbidden, isAdmin, isOwnerOrAdmin, isPrivileged, type Cache, type Logger, type Page, type Principal } from '@app/platform';
+import { emailTaken, identityEmailNotFound, identityNotFound, lastActiveAdmin, privilegedFieldsForbidden } from './errors.js';
+import { LastAdminViolation, UniqueViolation, type IdentityRepository, type IdentityRow } from './repository.js';
 import type { CreateIdentityInput, IdentityFilters, IdentityRecord, UpdateIdentityInput } from './schemas.js';
 
 /** Read-by-id answers are cached this long; every update drops the key, so it bounds nothing but memory. */
@@ -67,22 +67,36 @@ export function createIdentityService(deps: IdentityServiceDeps) {
   const forget = (id: string) =>
     cache.delete(recordKey(id)).catch((error: unknown) => logger.warn({ err: error, id }, 'identity cache delete failed'));
 
+  /** Inserts an identity as given, roles included: callers check who may set them. */
+  const insert = async (input: CreateIdentityInput): Promise<IdentityRecord> => {
+    try {
+      const row = await repository.create({ ...input, avatar: input.avatar ?? null }, (created) => ({
+        subject: 'identity.created',
+        payload: eventOf(created),
+      }));
+      deps.eventsCommitted();
+      return toRecord(row);
+    } catch (error) {
+      if (error instanceof UniqueViolation) throw emailTaken(input.email);
+      throw error;
+    }
+  };
+
   return {
-    /** Anyone may register; roles and activation at creation need an admin or system caller. */
+    /**
+     * Anyone may register; only an admin sets roles (a `system` token is an ordinary role and
+     * may not: else any key of a service identity could mint admins).
+     */
     async create(input: CreateIdentityInput, principal: Principal | undefined): Promise<IdentityRecord> {
-      if (input.roles !== undefined && !(principal && isPrivileged(principal))) throw privilegedFieldsForbidden();
-      try {
-        const row = await repository.create({ ...input, avatar: input.avatar ?? null }, (created) => ({
-          subject: 'identity.created',
-          payload: eventOf(created),
-        }));
-        deps.eventsCommitted();
-        return toRecord(row);
-      } catch (error) {
-        if (error instanceof UniqueViolation) throw emailTaken(input.email);
-        throw error;
-      }
+      if (input.roles !== undefined && !(principal && isAdmin(principal))) throw privilegedFieldsForbidden();
+      return insert(input);
     },
+
+    /**
+     * For the platform's own services only (in process, or the internal route for `system`
+     * tokens, never routed by the gateway): sso's bootstrap administrator.
+     */
+    createWithRoles: (input: CreateIdentityInput): Promise<IdentityRecord> => insert(input),
 
     /** The identity itself, an admin or a system token; anyone else learns nothing (403 before any read). */
     async get(id: string, principal: Principal): Promise<IdentityRecord> {
@@ -107,11 +121,13 @@ export function createIdentityService(deps: IdentityServiceDeps) {
       return { ...result, records: result.rows.map(toRecord) };
     },
 
+    /**
+     * The identity itself, an admin or a system token change name, email and avatar; only an
+     * admin changes roles or activation, and never so that no active admin remains (409).
+     */
     async update(id: string, input: UpdateIdentityInput, principal: Principal): Promise<IdentityRecord> {
       if (!isOwnerOrAdmin(principal, id)) throw forbidden();
-      if ((input.roles !== undefined || input.activated !== undefined) && !isPrivileged(principal)) {
-        throw privilegedFieldsForbidden();
-      }
+      if ((input.roles !== undefined || input.activated !== undefined) && !isAdmin(principal)) throw privilegedFieldsForbidden();
       try {
         const row = await repository.update(id, input, (updated) => ({ subject: 'identity.updated', payload: eventOf(updated) }));
         if (!row) throw identityNotFound(id);
@@ -120,6 +136,7 @@ export function createIdentityService(deps: IdentityServiceDeps) {
         return toRecord(row);
       } catch (error) {
         if (error instanceof UniqueViolation) throw emailTaken(input.email ?? '');
+        if (error instanceof LastAdminViolation) throw lastActiveAdmin();
         throw error;
       }
     },
