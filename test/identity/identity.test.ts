@@ -63,12 +63,15 @@ describe.each(testModes())('identity service through the platform\'s edge (%s)',
       expect(reply.body).toMatchObject({ status: 422, code: 'IDENTITY_EMAIL_TAKEN', detail: 'The email ada@example.com is already used by another identity.' });
     });
 
-    it('rejects unknown fields and lets only an admin or system token set roles', async () => {
+    it('rejects unknown fields and lets only an admin set roles (403 to a user, a system token and anonymous callers)', async () => {
       expect((await h.call('POST', '/api/v1/identity', { body: { name: 'E', email: 'e@example.com', password: 'x' } })).status).toBe(400);
       const anonymous = await h.call('POST', '/api/v1/identity', { body: { name: 'E', email: 'e@example.com', roles: ['admin'] } });
       expect(anonymous.status).toBe(403);
       const byUser = await h.call('POST', '/api/v1/identity', { token: bob.token, body: { name: 'E', email: 'e@example.com', roles: ['admin'] } });
       expect(byUser.status).toBe(403);
+      const bySystem = await h.call('POST', '/api/v1/identity', { token: system, body: { name: 'E', email: 'e@example.com', roles: ['admin'] } });
+      expect([bySystem.status, bySystem.body.code]).toEqual([403, 'IDENTITY_PRIVILEGED_FIELDS']);
+      expect((await h.call('GET', '/api/v1/identity/email/e%40example.com', { token: admin })).status).toBe(404);
       const byAdmin = await h.call('POST', '/api/v1/identity', { token: admin, body: { name: 'E', email: 'e@example.com', roles: ['admin'] } });
       expect(byAdmin.status).toBe(201);
       expect(byAdmin.body[0].roles).toEqual(['admin']);
@@ -151,15 +154,103 @@ describe.each(testModes())('identity service through the platform\'s edge (%s)',
       expect((await h.call('PUT', `/api/v1/identity/${bob.id}`, { token: bob.token, body: { id: randomUUID() } })).status).toBe(400);
     });
 
-    it('lets an admin or a system token set roles', async () => {
+    it('lets only an admin set roles or activation: a system token gets 403 and nothing changes', async () => {
       const byAdmin = await h.call('PUT', `/api/v1/identity/${bob.id}`, { token: admin, body: { roles: ['admin', 'admin', 'billing.read'] } });
       expect(byAdmin.body[0].roles).toEqual(['admin', 'billing.read']);
-      const bySystem = await h.call('PUT', `/api/v1/identity/${bob.id}`, { token: system, body: { roles: [] } });
-      expect(bySystem.body[0].roles).toEqual([]);
+      for (const body of [{ roles: [] }, { activated: false }, { roles: ['system'], activated: true }]) {
+        const bySystem = await h.call('PUT', `/api/v1/identity/${bob.id}`, { token: system, body });
+        expect([bySystem.status, bySystem.body.code]).toEqual([403, 'IDENTITY_PRIVILEGED_FIELDS']);
+      }
+      expect((await h.call('GET', `/api/v1/identity/${bob.id}`, { token: admin })).body[0]).toMatchObject({ roles: ['admin', 'billing.read'], activated: true });
+      // A system token may still change what an owner may (the name), like any privileged reader.
+      expect((await h.call('PUT', `/api/v1/identity/${bob.id}`, { token: system, body: { name: 'Robert' } })).status).toBe(200);
+      expect((await h.call('PUT', `/api/v1/identity/${bob.id}`, { token: admin, body: { roles: [] } })).body[0].roles).toEqual([]);
+    });
+
+    it('refuses a user or a system identity promoting or reactivating itself (403, unchanged), in every language', async () => {
+      const created = await h.call('POST', '/api/v1/identity', { token: admin, body: { name: 'Robot', email: 'robot@example.com', roles: ['system'] } });
+      const robot = { id: created.body[0].id as string, token: await h.issuer.mint(created.body[0].id, ['system']) };
+      for (const [who, body] of [
+        [robot, { roles: ['system', 'admin'] }],
+        [robot, { activated: true }],
+        [bob, { roles: ['admin'] }],
+        [bob, { activated: true }],
+      ] as const) {
+        const reply = await h.call('PUT', `/api/v1/identity/${who.id}`, { token: who.token, body, headers: { 'accept-language': 'de' } });
+        expect(reply.status).toBe(403);
+        expect(reply.headers.get('content-type')).toContain('application/problem+json');
+        expect(reply.body).toMatchObject({ code: 'IDENTITY_PRIVILEGED_FIELDS', detail: 'Nur ein Admin darf Rollen oder die Aktivierung setzen.' });
+      }
+      expect((await h.call('GET', `/api/v1/identity/${robot.id}`, { token: admin })).body[0].roles).toEqual(['system']);
+      expect((await h.call('GET', `/api/v1/identity/${bob.id}`, { token: admin })).body[0].roles).toEqual([]);
     });
 
     it('has no delete route', async () => {
       expect((await h.call('DELETE', `/api/v1/identity/${bob.id}`, { token: admin })).status).toBe(404);
+    });
+  });
+
+  describe('the last active admin', () => {
+    const newAdmin = async (name: string) => {
+      const reply = await h.call('POST', '/api/v1/identity', { token: admin, body: { name, email: `${name}-${randomUUID()}@example.com`, roles: ['admin'] } });
+      expect(reply.status).toBe(201);
+      return { id: reply.body[0].id as string, token: await h.issuer.mint(reply.body[0].id, ['admin']) };
+    };
+    const activeAdmins = async () =>
+      (await h.deps.database.query<{ id: string }>(`select id from "identity"."identity" where activated and 'admin' = any(roles)`)).map((row) => row.id);
+    /** Leaves exactly the given identities as active admins (through the API, as an operator would). */
+    const onlyAdmins = async (keep: string[]) => {
+      for (const id of await activeAdmins()) {
+        if (!keep.includes(id)) expect((await h.call('PUT', `/api/v1/identity/${id}`, { token: admin, body: { roles: [] } })).status).toBe(200);
+      }
+      expect((await activeAdmins()).sort()).toEqual([...keep].sort());
+    };
+
+    it('cannot be demoted or deactivated, by itself or another admin: 409 problem+json, localized, nothing changed', async () => {
+      const last = await newAdmin('last');
+      await onlyAdmins([last.id]);
+      for (const [token, body] of [
+        [last.token, { roles: [] }],
+        [admin, { roles: ['billing.read'] }],
+        [last.token, { activated: false }],
+        [admin, { roles: ['admin'], activated: false }],
+      ] as const) {
+        const reply = await h.call('PUT', `/api/v1/identity/${last.id}`, { token, body, headers: { 'accept-language': 'fr' } });
+        expect(reply.status).toBe(409);
+        expect(reply.headers.get('content-type')).toContain('application/problem+json');
+        expect(reply.body).toMatchObject({ status: 409, code: 'IDENTITY_LAST_ADMIN', detail: expect.stringContaining('dernier administrateur actif') });
+      }
+      expect((await h.call('PUT', `/api/v1/identity/${last.id}`, { token: admin, body: { roles: [] } })).body.detail).toBe(
+        'This is the last active admin: it cannot be demoted or deactivated. Make another identity an admin first.',
+      );
+      expect((await h.call('GET', `/api/v1/identity/${last.id}`, { token: admin })).body[0]).toMatchObject({ roles: ['admin'], activated: true });
+      // Keeping the role while adding others, or changing anything else, is fine.
+      expect((await h.call('PUT', `/api/v1/identity/${last.id}`, { token: last.token, body: { roles: ['admin', 'billing.read'], name: 'Last' } })).status).toBe(200);
+      // A second admin makes the first one free to go.
+      const next = await newAdmin('next');
+      expect((await h.call('PUT', `/api/v1/identity/${last.id}`, { token: next.token, body: { activated: false } })).status).toBe(200);
+      expect(await activeAdmins()).toEqual([next.id]);
+    });
+
+    it('survives two admins demoting or deactivating each other at once: exactly one stays', async () => {
+      for (const body of [{ roles: [] }, { activated: false }, { roles: [] }, { activated: false }, { roles: ['billing.read'] }]) {
+        const [a, b] = [await newAdmin('a'), await newAdmin('b')];
+        await onlyAdmins([a.id, b.id]);
+        const replies = await Promise.all([
+          h.call('PUT', `/api/v1/identity/${b.id}`, { token: a.token, body }),
+          h.call('PUT', `/api/v1/identity/${a.id}`, { token: b.token, body }),
+        ]);
+        expect(replies.map((reply) => reply.status).sort()).toEqual([200, 409]);
+        expect(await activeAdmins()).toHaveLength(1);
+      }
+      // And a crowd of admins each demoting the next one: never fewer than one.
+      const crowd = await Promise.all(Array.from({ length: 6 }, (_, i) => newAdmin(`crowd${i}`)));
+      await onlyAdmins(crowd.map((member) => member.id));
+      const replies = await Promise.all(
+        crowd.map((member, i) => h.call('PUT', `/api/v1/identity/${crowd[(i + 1) % crowd.length]!.id}`, { token: member.token, body: { roles: [] } })),
+      );
+      expect(replies.filter((reply) => reply.status === 409)).toHaveLength(1);
+      expect(await activeAdmins()).toHaveLength(1);
     });
   });
 
@@ -174,6 +265,19 @@ describe.each(testModes())('identity service through the platform\'s edge (%s)',
       expect(byEmail.body).toEqual({ id: ada.id, name: 'Ada', email: 'ada@example.com', roles: [], activated: true });
       expect((await lookup({ id: ada.id }, system)).body.id).toBe(ada.id);
       expect((await lookup({ email: 'nobody@example.com' }, system)).status).toBe(404);
+    });
+
+    it('creates an identity with roles for a system token only (sso\'s bootstrap admin); 422 for a taken email', async () => {
+      const create = (body: unknown, token?: string) => h.call('POST', INTERNAL_ROUTES.identityCreate, { body, token, base: h.standalone.identity });
+      const body = { name: 'Boot', email: 'boot@example.com', roles: ['admin'] };
+      expect((await create(body, admin)).status).toBe(403);
+      expect((await create(body, bob.token)).status).toBe(403);
+      expect((await create(body)).status).toBe(401);
+      expect((await h.call('POST', INTERNAL_ROUTES.identityCreate, { body, token: system })).status).toBe(404);
+      const created = await create(body, system);
+      expect(created.status).toBe(201);
+      expect(created.body).toEqual({ id: expect.any(String), name: 'Boot', email: 'boot@example.com', roles: ['admin'], activated: true });
+      expect((await create(body, system)).status).toBe(422);
     });
 
     it('refuses admins and users (403), anonymous callers (401), and is not served at the edge', async () => {
