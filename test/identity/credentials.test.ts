@@ -1,4 +1,6 @@
-import { randomUUID } from 'node:crypto';
+import { spawnSync } from 'node:child_process';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { credentialEventSchema, INTERNAL_ROUTES } from '@app/contracts';
 import { credentialsService } from '@app/credentials';
@@ -8,6 +10,8 @@ import { startHarness, type Harness } from './harness.js';
 
 const PASSWORD = 'correct horse battery staple';
 const NEW_PASSWORD = 'Tr0ub4dor&3-but-longer';
+/** An API key as a client makes one: 32 random bytes, base64url (43 characters). */
+const newKey = () => randomBytes(32).toString('base64url');
 
 describe.each(testModes())('credentials service through the platform\'s edge (%s)', (mode) => {
   let h: Harness;
@@ -17,6 +21,7 @@ describe.each(testModes())('credentials service through the platform\'s edge (%s
   let bob: { id: string; token: string };
   /** Every secret this suite sends or receives, scanned for at the end. */
   const secrets = new Set<string>([PASSWORD, NEW_PASSWORD]);
+  const key = (value = newKey()) => (secrets.add(value), value);
 
   const register = async (name: string, email: string) => {
     const reply = await h.call('POST', '/api/v1/identity', { body: { name, email } });
@@ -51,7 +56,13 @@ describe.each(testModes())('credentials service through the platform\'s edge (%s
       [{ provider: 'GOOGLE' }, 'subject', 'Rule "GOOGLE needs subject": send the account id the provider gives as subject.'],
       [{ provider: 'GITHUB', subject: '1', secret: 'abc' }, 'secret', 'Rule "GITHUB forbids secret": a GITHUB credential has no secret; send subject only.'],
       [{ provider: 'GOOGLE', subject: '1', type: 'PASSWORD' }, 'type', 'Rule "type follows provider": a GOOGLE credential has type OAUTH.'],
-      [{ provider: 'API_KEY', secret: 'a'.repeat(40) }, 'secret', expect.stringContaining('Rule "API_KEY secret strength"')],
+      [{ provider: 'API_KEY' }, 'secret', 'Rule "API_KEY needs secret": a API_KEY credential must have a secret.'],
+      [{ provider: 'API_KEY', secret: newKey().slice(0, 31) }, 'secret', 'Rule "API_KEY secret length": an API key secret has 32 to 256 characters.'],
+      [{ provider: 'API_KEY', secret: newKey().repeat(6).slice(0, 257) }, 'secret', 'Rule "API_KEY secret length": an API key secret has 32 to 256 characters.'],
+      [{ provider: 'API_KEY', secret: 'a'.repeat(40) }, 'secret', expect.stringContaining('Rule "API_KEY secret is random"')],
+      [{ provider: 'API_KEY', secret: 'Xq7_Lm2-Pz9kWb4R'.repeat(2) }, 'secret', expect.stringContaining('Rule "API_KEY secret is random"')],
+      [{ provider: 'API_KEY', secret: 'abcdefghijklmnopqrstuvwxyz0123456789' }, 'secret', expect.stringContaining('Rule "API_KEY secret is random"')],
+      [{ provider: 'API_KEY', secret: `${newKey()} +/=` }, 'secret', expect.stringContaining('Rule "API_KEY secret is random"')],
     ])('answers 400 naming the broken provider rule for %j', async (fields, path, message) => {
       const reply = await create({ identity_id: ada.id, ...fields });
       expect(reply.status).toBe(400);
@@ -61,6 +72,9 @@ describe.each(testModes())('credentials service through the platform\'s edge (%s
     it('words the rule in the caller\'s language', async () => {
       const reply = await create({ identity_id: ada.id, provider: 'LOCAL' }, admin, { 'accept-language': 'pt-BR' });
       expect(reply.body.errors[0].message).toBe('Regra "LOCAL exige secret": uma credencial LOCAL precisa de um secret.');
+      const short = await create({ identity_id: ada.id, provider: 'API_KEY', secret: 'too-short' }, admin, { 'accept-language': 'de' });
+      expect(short.headers.get('content-type')).toContain('application/problem+json');
+      expect(short.body.errors).toEqual([{ path: 'body.secret', message: 'Regel „Länge des API_KEY-secret“: ein API-Schlüssel-secret hat 32 bis 256 Zeichen.' }]);
     });
 
     it('answers 422 when the identity does not exist', async () => {
@@ -79,7 +93,6 @@ describe.each(testModes())('credentials service through the platform\'s edge (%s
           provider: 'LOCAL',
           type: 'PASSWORD',
           subject: null,
-          keyPrefix: null,
           activated: true,
           lastUsedAt: null,
           createdAt: expect.any(String),
@@ -101,25 +114,41 @@ describe.each(testModes())('credentials service through the platform\'s edge (%s
       expect((await create({ identity_id: bob.id, provider: 'GITHUB', subject: '1234567890' })).status).toBe(201);
     });
 
-    it('generates an API key, shows it once on creation and never again', async () => {
-      const reply = await create({ identity_id: bob.id, provider: 'API_KEY' }, system);
+    it('stores the client\'s API key (a system token may create one) and answers the record only: no key, no hash', async () => {
+      const secret = key();
+      const reply = await create({ identity_id: bob.id, provider: 'API_KEY', secret }, system);
       expect(reply.status).toBe(201);
-      const { apiKey, keyPrefix, type } = reply.body[0];
-      secrets.add(apiKey);
-      expect(type).toBe('API_KEY');
-      expect(apiKey).toMatch(new RegExp(`^ak_${keyPrefix.replace(/[-]/g, '\\-')}_[A-Za-z0-9_-]{43}$`));
-      const read = await h.call('GET', `/api/v1/credentials/${reply.body[0].id}`, { token: bob.token });
-      expect(read.body[0].apiKey).toBeUndefined();
-      expect(read.text).not.toContain(apiKey.slice(16));
+      expect(reply.body).toEqual([
+        {
+          id: expect.any(String),
+          identity_id: bob.id,
+          provider: 'API_KEY',
+          type: 'API_KEY',
+          subject: null,
+          activated: true,
+          lastUsedAt: null,
+          createdAt: expect.any(String),
+          updatedAt: expect.any(String),
+        },
+      ]);
+      // The secret is the key: exactly what the client sends later resolves to the credential, here
+      // on another replica (split mode's credentials on the same database: one server key for both).
+      expect((await internal(INTERNAL_ROUTES.verifyApiKey, { apiKey: secret })).body).toMatchObject({ valid: true, credentialId: reply.body[0].id });
+      const [row] = await h.deps.database.query<{ key_hash: string; secret_hash: string | null; key_prefix: string | null }>(
+        'select key_hash, secret_hash, key_prefix from "credentials"."credential" where id = $1',
+        [reply.body[0].id],
+      );
+      expect(row).toEqual({ key_hash: expect.stringMatching(/^[0-9a-f]{64}$/), secret_hash: null, key_prefix: null });
+      // Keyed: not the plain SHA-256 of the secret, which anyone holding the table could test guesses against.
+      expect(row!.key_hash).not.toBe(createHash('sha256').update(secret).digest('hex'));
     });
 
-    it('accepts a client-supplied API key secret only when it looks random', async () => {
-      const secret = 'Zq3_x9Lp0-Wd7RkT2vYb8Nc5Hs1Gf4Jm6Ue';
-      secrets.add(secret);
-      const reply = await create({ identity_id: bob.id, provider: 'API_KEY', secret });
-      expect(reply.status).toBe(201);
-      expect(reply.body[0].apiKey).toBe(`ak_${reply.body[0].keyPrefix}_${secret}`);
-      secrets.add(reply.body[0].apiKey);
+    it('answers 422 "taken" for a secret another API key has, saying nothing more', async () => {
+      const secret = key();
+      expect((await create({ identity_id: bob.id, provider: 'API_KEY', secret })).status).toBe(201);
+      const again = await create({ identity_id: ada.id, provider: 'API_KEY', secret }, system);
+      expect([again.status, again.body.code, again.body.detail]).toEqual([422, 'CREDENTIALS_CONFLICT', 'The credential conflicts with an existing one.']);
+      expect(again.text).not.toContain(bob.id);
     });
   });
 
@@ -177,6 +206,43 @@ describe.each(testModes())('credentials service through the platform\'s edge (%s
       expect((await h.call('PUT', `/api/v1/credentials/${local}`, { token: bob.token, body: { activated: false } })).status).toBe(403);
     });
 
+    it('lets only an admin change activated: the owner cannot reactivate what an admin deactivated (403, unchanged), nor can a system token', async () => {
+      const apiKey = (await h.call('GET', `/api/v1/credentials?identity_id=${bob.id}&provider=API_KEY`, { token: admin })).body[0].id;
+      expect((await h.call('PUT', `/api/v1/credentials/${apiKey}`, { token: admin, body: { activated: false } })).body[0].activated).toBe(false);
+      for (const token of [bob.token, system]) {
+        const reply = await h.call('PUT', `/api/v1/credentials/${apiKey}`, { token, body: { activated: true }, headers: { 'accept-language': 'es' } });
+        expect(reply.status).toBe(403);
+        expect(reply.body).toMatchObject({ code: 'CREDENTIALS_ACTIVATION_FORBIDDEN', detail: 'Solo un administrador puede activar o desactivar una credencial.' });
+      }
+      const ownerDeactivates = await h.call('PUT', `/api/v1/credentials/${local}`, { token: ada.token, body: { activated: false } });
+      expect(ownerDeactivates.status).toBe(403);
+      expect((await h.call('GET', `/api/v1/credentials/${apiKey}`, { token: admin })).body[0].activated).toBe(false);
+      expect((await h.call('GET', `/api/v1/credentials/${local}`, { token: admin })).body[0].activated).toBe(true);
+      expect((await h.call('PUT', `/api/v1/credentials/${apiKey}`, { token: admin, body: { activated: true } })).body[0].activated).toBe(true);
+    });
+
+    it('lets the owner replace an API key under the same rules: the old key stops working, the new one works', async () => {
+      const [record] = (await h.call('GET', `/api/v1/credentials?identity_id=${bob.id}&provider=API_KEY`, { token: admin })).body;
+      const [other] = (await h.call('GET', `/api/v1/credentials?identity_id=${bob.id}&provider=API_KEY&offset=1`, { token: admin })).body;
+      const put = (body: unknown, id = record.id) => h.call('PUT', `/api/v1/credentials/${id}`, { token: bob.token, body });
+      expect((await put({ secret: 'short' })).body.errors).toEqual([{ path: 'body.secret', message: 'Rule "API_KEY secret length": an API key secret has 32 to 256 characters.' }]);
+      expect((await put({ secret: '0123456789abcdefghijklmnopqrstuvwxyz' })).body.errors[0].message).toContain('Rule "API_KEY secret is random"');
+      const first = key();
+      expect((await put({ secret: first })).status).toBe(200);
+      const second = key();
+      const replaced = await put({ secret: second });
+      expect(replaced.status).toBe(200);
+      expect(replaced.body).toEqual([expect.not.objectContaining({ apiKey: expect.anything() })]);
+      expect((await internal(INTERNAL_ROUTES.verifyApiKey, { apiKey: first })).body).toEqual({ valid: false });
+      expect((await internal(INTERNAL_ROUTES.verifyApiKey, { apiKey: second })).body).toMatchObject({ valid: true, credentialId: record.id });
+      const taken = await put({ secret: second }, other.id);
+      expect([taken.status, taken.body.code]).toEqual([422, 'CREDENTIALS_CONFLICT']);
+      const event = await h.event(
+        (e) => e.subject === 'credential.updated' && (e.data as { credentialId: string; secretChanged?: boolean }).credentialId === record.id && (e.data as { secretChanged?: boolean }).secretChanged === true,
+      );
+      expect(credentialEventSchema.strict().parse(event.data)).toMatchObject({ identityId: bob.id, provider: 'API_KEY', secretChanged: true });
+    });
+
     it('revokes: 403 to another identity, 204 to the owner, then 404, and publishes credential.revoked', async () => {
       const github = (await h.call('GET', '/api/v1/credentials?provider=GITHUB', { token: admin })).body[0];
       expect((await h.call('DELETE', `/api/v1/credentials/${github.id}`, { token: ada.token })).status).toBe(403);
@@ -224,17 +290,73 @@ describe.each(testModes())('credentials service through the platform\'s edge (%s
 
     it('resolves an API key to its identity and roles, records lastUsedAt, and rejects a tampered or unknown key', async () => {
       await h.call('PUT', `/api/v1/identity/${bob.id}`, { token: admin, body: { roles: ['billing.read'] } });
-      const created = await create({ identity_id: bob.id, provider: 'API_KEY' });
-      const { apiKey, id } = created.body[0];
-      secrets.add(apiKey);
+      const apiKey = key();
+      const created = await create({ identity_id: bob.id, provider: 'API_KEY', secret: apiKey });
+      const { id } = created.body[0];
       expect((await internal(INTERNAL_ROUTES.verifyApiKey, { apiKey })).body).toEqual({ valid: true, identityId: bob.id, credentialId: id, roles: ['billing.read'] });
       expect((await h.call('GET', `/api/v1/credentials/${id}`, { token: admin })).body[0].lastUsedAt).not.toBeNull();
       const tampered = `${apiKey.slice(0, -1)}${apiKey.endsWith('A') ? 'B' : 'A'}`;
-      for (const candidate of [tampered, 'ak_unknownprfx_secret', 'not a key']) {
+      for (const candidate of [tampered, apiKey.slice(0, -1), `${apiKey} `, apiKey.toUpperCase(), 'ak_unknownprfx_secret', 'not a key', '']) {
         expect((await internal(INTERNAL_ROUTES.verifyApiKey, { apiKey: candidate })).body).toEqual({ valid: false });
       }
       await h.call('PUT', `/api/v1/credentials/${id}`, { token: admin, body: { activated: false } });
       expect((await internal(INTERNAL_ROUTES.verifyApiKey, { apiKey })).body).toEqual({ valid: false });
+    });
+
+    it('keeps a key issued before issue 11 (ak_<prefix>_<secret>, SHA-256) working, and moves it to the keyed hash on first use', async () => {
+      const prefix = randomBytes(9).toString('base64url');
+      const legacy = key(`ak_${prefix}_${newKey()}`);
+      const [{ id }] = await h.deps.database.query<{ id: string }>(
+        `insert into "credentials"."credential" (identity_id, provider, type, secret_hash, key_prefix) values ($1, 'API_KEY', 'API_KEY', $2, $3) returning id`,
+        [bob.id, createHash('sha256').update(legacy).digest('hex'), prefix],
+      );
+      const stored = async () =>
+        (await h.deps.database.query<{ key_hash: string | null; secret_hash: string | null; key_prefix: string | null }>(
+          'select key_hash, secret_hash, key_prefix from "credentials"."credential" where id = $1',
+          [id],
+        ))[0];
+      const tampered = `${legacy.slice(0, -1)}${legacy.endsWith('A') ? 'B' : 'A'}`;
+      expect((await internal(INTERNAL_ROUTES.verifyApiKey, { apiKey: tampered })).body).toEqual({ valid: false });
+      expect(await stored()).toMatchObject({ key_hash: null, key_prefix: prefix });
+      expect((await internal(INTERNAL_ROUTES.verifyApiKey, { apiKey: legacy })).body).toMatchObject({ valid: true, credentialId: id });
+      expect(await stored()).toEqual({ key_hash: expect.stringMatching(/^[0-9a-f]{64}$/), secret_hash: null, key_prefix: null });
+      // Now found by its keyed hash.
+      expect((await internal(INTERNAL_ROUTES.verifyApiKey, { apiKey: legacy })).body).toMatchObject({ valid: true, credentialId: id });
+    });
+
+    it('hashes under API_KEY_HASH_KEY when it is set (keys stored under another key do not match), and refuses a weak one (exit 78)', async () => {
+      const apiKey = key();
+      expect((await create({ identity_id: bob.id, provider: 'API_KEY', secret: apiKey })).status).toBe(201);
+      const configured = await buildServiceApp(credentialsService, {
+        ...h.deps,
+        logger: h.platform.dependencies.logger,
+        config: { ...h.deps.config, API_KEY_HASH_KEY: randomBytes(32).toString('base64'), IDENTITY_URL: h.standalone.identity },
+      });
+      try {
+        const verify = (candidate: string) =>
+          configured.inject({ method: 'POST', url: INTERNAL_ROUTES.verifyApiKey, headers: { authorization: `Bearer ${system}` }, payload: { apiKey: candidate } });
+        expect((await verify(apiKey)).json()).toEqual({ valid: false });
+        const fresh = key();
+        const made = await configured.inject({
+          method: 'POST',
+          url: '/api/v1/credentials',
+          headers: { authorization: `Bearer ${admin}` },
+          payload: { identity_id: bob.id, provider: 'API_KEY', secret: fresh },
+        });
+        h.bodies.push(made.body);
+        expect(made.statusCode).toBe(201);
+        expect((await verify(fresh)).json()).toMatchObject({ valid: true, credentialId: made.json()[0].id });
+        expect((await internal(INTERNAL_ROUTES.verifyApiKey, { apiKey: fresh })).body).toEqual({ valid: false });
+      } finally {
+        await configured.close();
+      }
+      const main = fileURLToPath(new URL('../../services/credentials/dist/main.js', import.meta.url));
+      for (const weak of ['too-short', Buffer.alloc(31, 7).toString('base64'), 'not base64 at all, though long enough!!']) {
+        const run = spawnSync(process.execPath, [main], { env: { PATH: process.env.PATH, API_KEY_HASH_KEY: weak, LOG_LEVEL: 'silent' }, encoding: 'utf8', timeout: 20_000 });
+        expect(run.status).toBe(78);
+        expect(run.stderr + run.stdout).toContain('API_KEY_HASH_KEY');
+        expect(run.stderr + run.stdout).not.toContain(weak);
+      }
     });
 
     it('rehashes a password on a successful verification when the argon2 costs changed', async () => {
@@ -296,27 +418,23 @@ describe.each(testModes())('credentials service through the platform\'s edge (%s
     });
   });
 
-  it('never shows a secret or its hash in any response, log line or event; an API key only in the answer that created it', async () => {
-    const hashes = await h.deps.database.query<{ secret_hash: string | null }>('select secret_hash from "credentials"."credential"');
-    const apiKeys = [...secrets].filter((secret) => secret.startsWith('ak_'));
+  it('never shows a secret, an API key, a hash or the server key in any response, log line or event', async () => {
+    const hashes = await h.deps.database.query<{ secret_hash: string | null; key_hash: string | null }>('select secret_hash, key_hash from "credentials"."credential"');
+    const serverKeys = await h.deps.database.query<{ key: Buffer }>('select key from "credentials"."server_key"');
+    expect(serverKeys).toHaveLength(1);
     const never = [
-      ...[...secrets].filter((secret) => !secret.startsWith('ak_') && !apiKeys.some((key) => key.endsWith(secret))),
-      ...hashes.flatMap((row) => (row.secret_hash ? [row.secret_hash, row.secret_hash.split('$').pop()!] : [])),
+      ...secrets,
+      ...hashes.flatMap((row) => [row.key_hash, row.secret_hash, row.secret_hash?.split('$').pop()].filter((value): value is string => !!value)),
+      ...serverKeys.flatMap(({ key }) => [key.toString('hex'), key.toString('base64'), key.toString('base64url')]),
     ];
     expect(h.logs.length).toBeGreaterThan(50);
     expect(h.events.length).toBeGreaterThan(5);
     const haystacks = { responses: h.bodies.join('\n'), logs: h.logs.join(''), events: JSON.stringify(h.events) };
     for (const [where, text] of Object.entries(haystacks)) {
       for (const needle of never) {
-        if (text.includes(needle)) throw new Error(`a secret or hash appears in the ${where}`);
+        // A 16-character piece is enough to say a secret leaked, even cut or re-encoded around it.
+        if (text.includes(needle.slice(-16))) throw new Error(`a secret or hash appears in the ${where}`);
       }
-      if (where === 'responses') continue;
-      for (const key of apiKeys) {
-        if (text.includes(key.slice(16))) throw new Error(`an API key appears in the ${where}`);
-      }
-    }
-    for (const key of apiKeys) {
-      expect(h.bodies.filter((body) => body.includes(key.slice(16)))).toHaveLength(1);
     }
   });
 });

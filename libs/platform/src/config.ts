@@ -249,6 +249,9 @@ export function jwksUrlOf(config: Pick<PlatformConfig, 'JWKS_URL' | 'SSO_URL'>):
 }
 export type Env = Record<string, string | undefined>;
 
+/** Variables whose values are secrets: a complaint about one names it, never echoes it. */
+const SECRET_VARIABLES: ReadonlySet<string> = new Set(['API_KEY_HASH_KEY', 'SSO_KEY_ENCRYPTION_SECRET', 'BOOTSTRAP_ADMIN_PASSWORD']);
+
 /** Thrown when the environment does not describe a runnable configuration. */
 export class ConfigError extends Error {
   constructor(readonly problems: { variable: string; expected: string }[]) {
@@ -284,7 +287,8 @@ export function loadConfig(env: Env = process.env, only?: readonly ConfigKey[]):
         issue.code === 'invalid_value'
           ? `expected one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`
           : issue.message;
-      return { variable, expected: received === undefined ? expected : `${expected}, got ${JSON.stringify(received)}` };
+      const echoed = received === undefined || SECRET_VARIABLES.has(variable) ? expected : `${expected}, got ${JSON.stringify(received)}`;
+      return { variable, expected: echoed };
     }),
   );
 }
