@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { eventually, testModes, verifyIndependently } from '@app/testing';
 import { ADMIN_EMAIL, claimsOf, startSsoPlatform, TOPOLOGIES, type SsoPlatform } from './harness.js';
@@ -81,9 +81,12 @@ describe.each(cases)('sso through the gateway, with the real identity and creden
 
   it('issues a system token for an API key (client_secret or HTTP Basic), without a refresh token', async () => {
     const user = await newUser();
-    const created = await env.call('POST', '/api/v1/credentials', admin, { identity_id: user.id, provider: 'API_KEY' });
+    // The client chooses the key (32+ random characters) and sends exactly it as client_secret.
+    const apiKey = randomBytes(32).toString('base64url');
+    const created = await env.call('POST', '/api/v1/credentials', admin, { identity_id: user.id, provider: 'API_KEY', secret: apiKey });
     expect(created.status).toBe(201);
-    const { apiKey, id } = (created.body as { apiKey: string; id: string }[])[0]!;
+    const { id } = (created.body as { id: string }[])[0]!;
+    expect(JSON.stringify(created.body)).not.toContain(apiKey);
     const byBody = await env.token({ grant_type: 'client_credentials', client_secret: apiKey });
     expect(byBody.status).toBe(200);
     expect(byBody.body.refresh_token).toBeUndefined();
@@ -135,8 +138,9 @@ describe.each(cases)('sso through the gateway, with the real identity and creden
 
   it('never routes internal routes, even with a system token', async () => {
     const user = await newUser();
-    const created = await env.call('POST', '/api/v1/credentials', admin, { identity_id: user.id, provider: 'API_KEY' });
-    const system = String((await env.token({ grant_type: 'client_credentials', client_secret: (created.body as { apiKey: string }[])[0]!.apiKey })).body.access_token);
+    const apiKey = randomBytes(32).toString('base64url');
+    expect((await env.call('POST', '/api/v1/credentials', admin, { identity_id: user.id, provider: 'API_KEY', secret: apiKey })).status).toBe(201);
+    const system = String((await env.token({ grant_type: 'client_credentials', client_secret: apiKey })).body.access_token);
     for (const path of ['/internal/v1/credentials/verify-password', '/internal/v1/identities/lookup']) {
       const reply = await env.call('POST', path, system, { email: ADMIN_EMAIL, password: 'x' });
       expect(reply.status).toBe(404);
