@@ -306,10 +306,11 @@ describe.each(testModes())('credentials service through the platform\'s edge (%s
     it('keeps a key issued before issue 11 (ak_<prefix>_<secret>, SHA-256) working, and moves it to the keyed hash on first use', async () => {
       const prefix = randomBytes(9).toString('base64url');
       const legacy = key(`ak_${prefix}_${newKey()}`);
-      const [{ id }] = await h.deps.database.query<{ id: string }>(
+      const [inserted] = await h.deps.database.query<{ id: string }>(
         `insert into "credentials"."credential" (identity_id, provider, type, secret_hash, key_prefix) values ($1, 'API_KEY', 'API_KEY', $2, $3) returning id`,
         [bob.id, createHash('sha256').update(legacy).digest('hex'), prefix],
       );
+      const id = inserted!.id;
       const stored = async () =>
         (await h.deps.database.query<{ key_hash: string | null; secret_hash: string | null; key_prefix: string | null }>(
           'select key_hash, secret_hash, key_prefix from "credentials"."credential" where id = $1',
