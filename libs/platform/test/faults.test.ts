@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { createServer, connect, type AddressInfo, type Server } from 'node:net';
+import { createServer, connect, type AddressInfo, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { UpstreamError } from '@app/contracts';
 import { createNatsBus, createRedisCache, isDependencyUnavailable, openPostgres, type Bus, type Cache, type Database } from '@app/platform';
@@ -95,7 +95,7 @@ describe('fault proxy', () => {
 
   it('resets the connections open when cut, and silences them when blackholed', async () => {
     const open = () =>
-      new Promise<import('node:net').Socket>((resolve) => {
+      new Promise<Socket>((resolve) => {
         const socket = connect(proxy.port, '127.0.0.1', () => resolve(socket));
       });
     const first = await open();
