@@ -22,8 +22,8 @@ export interface PostgresOptions {
 }
 
 /** Connect and pool-acquire timeout: with one query timeout, well under the 5 s an outage may take to answer. */
-export const CONNECT_TIMEOUT_MS = 2_500;
-export const QUERY_TIMEOUT_MS = 3_500;
+export const CONNECT_TIMEOUT_MS = 1_500;
+export const QUERY_TIMEOUT_MS = 3_000;
 /** Migration scripts and waits for an advisory lock, which another replica may hold for a while. */
 const LONG_QUERY_TIMEOUT_MS = 10 * 60_000;
 
@@ -81,6 +81,27 @@ function sessionOf(client: pg.PoolClient, depth = 0): SqlSession {
   };
 }
 
+/**
+ * A statement that timed out leaves node-postgres waiting on its connection for an answer
+ * that may never come: the next statement there (a transaction's rollback, the next borrower's
+ * query) would wait a whole timeout again. The connection is destroyed instead, so they fail
+ * at once and the pool opens a fresh one.
+ */
+function dropOnReadTimeout(client: pg.PoolClient): void {
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+    const result = query(...args);
+    if (result instanceof Promise) {
+      result.catch((error: unknown) => {
+        if (error instanceof Error && error.message === 'Query read timeout') {
+          (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+        }
+      });
+    }
+    return result;
+  };
+}
+
 /** Advisory lock keys are 64-bit integers; a lock name maps to one by hashing. */
 function lockId(key: string): string {
   return createHash('sha256').update(key).digest().readBigInt64BE(0).toString();
@@ -111,6 +132,7 @@ export function openPostgres(options: PostgresOptions): Database {
   // and an unheard 'error' on a Client ends the process. Its next query rejects instead.
   pool.on('connect', (client) => {
     client.on('error', onLost);
+    dropOnReadTimeout(client);
     if (lost) options.logger.info('postgres connection restored');
     lost = false;
   });
