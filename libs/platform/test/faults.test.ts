@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, connect, type AddressInfo, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { UpstreamError } from '@app/contracts';
-import { createNatsBus, createRedisCache, isDependencyUnavailable, openPostgres, type Bus, type Cache, type Database } from '@app/platform';
+import { AppError, createNatsBus, createRedisCache, createTokenVerifier, isDependencyUnavailable, openPostgres, type Bus, type Cache, type Database } from '@app/platform';
 import { createTestDatabase, eventually, REAL, silentLogger, startFaultProxy, type FaultProxy } from '@app/testing';
 
 const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -147,6 +147,30 @@ describe('isDependencyUnavailable', () => {
     ['nothing', undefined],
   ])('is false for %s', (_name, error) => {
     expect(isDependencyUnavailable(error)).toBe(false);
+  });
+});
+
+describe('a token verifier whose keys cannot be read', () => {
+  const options = { issuer: 'http://localhost:3000', audience: 'api-platform', jwksUrl: 'http://127.0.0.1:1/jwks' };
+  /** A well-formed ES256 token (never verified: the key lookup fails first). */
+  const token = [{ alg: 'ES256', kid: 'k', typ: 'JWT' }, { sub: 'x' }].map((part) => Buffer.from(JSON.stringify(part)).toString('base64url')).join('.') + '.c2ln';
+
+  it('passes the outage on (a 503), instead of calling the token invalid (a 401)', async () => {
+    const down = createTokenVerifier(options, async () => {
+      throw new Error('Connection terminated unexpectedly');
+    });
+    const error = await down.verify(token).catch((e: unknown) => e);
+    expect(error).not.toBeInstanceOf(AppError);
+    expect(isDependencyUnavailable(error)).toBe(true);
+  });
+
+  it('still calls a token with an unknown key invalid', async () => {
+    const unknownKey = createTokenVerifier(options, async () => {
+      throw new Error('no applicable key found in the JSON Web Key Set');
+    });
+    const error = await unknownKey.verify(token).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(AppError);
+    expect((error as AppError).statusCode).toBe(401);
   });
 });
 

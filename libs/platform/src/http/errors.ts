@@ -118,7 +118,22 @@ const frameworkMessages: Record<string, (error: FastifyError, request: FastifyRe
 export const DEPENDENCY_RETRY_AFTER_SECONDS = 5;
 
 /** Socket errors: the peer refused, reset, vanished or could not be found. */
-const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ECONNABORTED']);
+const SOCKET_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  'ECONNABORTED',
+  // undici (fetch, the HTTP clients) and jose's JWKS fetch giving up on a peer.
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_SOCKET',
+  'ERR_JWKS_TIMEOUT',
+]);
 /**
  * Prisma's codes for a database it cannot use now: unreachable (P1001), timed out (P1002,
  * P1008), connection closed (P1017), no connection free in time (P2024), a transaction that
