@@ -3,7 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import { createRemoteJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import { LRUCache } from 'lru-cache';
 import { jwksUrlOf, type PlatformConfig } from '../config.js';
-import { AppError } from '../http/errors.js';
+import { AppError, isDependencyUnavailable } from '../http/errors.js';
 
 /** The authenticated caller of a request. */
 export interface Principal {
@@ -84,7 +84,10 @@ export function createTokenVerifier(options: TokenVerifierOptions, keys?: JWTVer
         });
         const claims = accessTokenClaimsSchema.parse(payload);
         return { id: claims.sub, roles: claims.roles, claims };
-      } catch {
+      } catch (error) {
+        // Keys that cannot be read now (sso's key table with the database down, its JWKS
+        // unreachable) say nothing about the token: 503 and retry, never a 401.
+        if (isDependencyUnavailable(error)) throw error;
         throw invalidToken();
       }
     },

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, type ConsumerMessages } from '@nats-io/jetstream';
-import { connect } from '@nats-io/transport-node';
+import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from '../logger.js';
 import { MAX_DELIVERIES, redeliveryDelayMs, type Bus } from './bus.js';
 
@@ -22,6 +22,27 @@ const RETENTION_NS = 7 * 24 * 60 * 60 * 1e9;
 const DUPLICATE_WINDOW_NS = 2 * 60 * 1e9;
 
 /**
+ * Logs the connection's outages once each, and its end. The client reconnects by itself for
+ * ever (`maxReconnectAttempts: -1`); while it is away, publishes fail after their timeout
+ * (the outbox keeps the events) and consumers resume on their own.
+ */
+function watchConnection(nc: NatsConnection, logger: Logger): void {
+  void (async () => {
+    for await (const status of nc.status()) {
+      if (status.type === 'disconnect') logger.warn({ server: status.server }, 'nats disconnected; reconnecting');
+      else if (status.type === 'reconnect') logger.info({ server: status.server }, 'nats connection restored');
+      else if (status.type === 'error') logger.warn({ err: status.error }, 'nats connection error');
+    }
+  })().catch((error: unknown) => logger.warn({ err: error }, 'nats status stream ended'));
+  nc.closed().then(
+    (error) => {
+      if (error) logger.error({ err: error }, 'nats connection closed for good');
+    },
+    (error: unknown) => logger.error({ err: error }, 'nats connection closed for good'),
+  );
+}
+
+/**
  * NATS JetStream: events are stored in one stream and each subscriber group is a durable
  * pull consumer with explicit acks, so nothing published is lost while a consumer is away.
  */
@@ -35,6 +56,7 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
     reconnectTimeWait: 1_000,
     timeout: 3_000,
   });
+  watchConnection(nc, options.logger);
   const jsm = await jetstreamManager(nc);
   const config = {
     name: stream,
@@ -52,6 +74,7 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
   }
   const js = jetstream(nc);
   const running = new Set<ConsumerMessages>();
+  let closing = false;
 
   return {
     kind: 'nats',
@@ -73,27 +96,59 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
           if (!(await jsm.consumers.info(stream, durable).catch(() => undefined))) throw error;
         });
       const consumer = await js.consumers.get(stream, durable);
-      const messages = await consumer.consume();
+      let messages = await consumer.consume();
+      let unsubscribed = false;
+      const stopped = () => unsubscribed || closing;
       running.add(messages);
+      const handle = async (message: JsMsg) => {
+        const attempt = message.info.deliveryCount;
+        try {
+          await handler({
+            subject: message.subject.slice(prefix.length + 1),
+            id: message.headers?.get('Nats-Msg-Id') || String(message.seq),
+            data: message.json(),
+            attempt,
+          });
+          settle(() => message.ack());
+        } catch (error) {
+          options.logger.warn({ err: error, subject: message.subject, attempt }, 'event handler failed; will retry');
+          settle(() => message.nak(redeliveryDelayMs(attempt)));
+        }
+      };
+      /** An ack lost with the connection is no loss: the server redelivers after `ack_wait`. */
+      const settle = (fn: () => void) => {
+        try {
+          fn();
+        } catch (error) {
+          options.logger.warn({ err: error, durable }, 'event ack not sent; the server will redeliver');
+        }
+      };
+      // The consume loop outlives any outage: when its iterator ends in an error (heartbeats
+      // missed, consumer gone), it is logged and the consumer opened again, never left to
+      // reject unheard, which would end the process.
       void (async () => {
-        for await (const message of messages) {
-          const attempt = message.info.deliveryCount;
+        while (!stopped()) {
           try {
-            await handler({
-              subject: message.subject.slice(prefix.length + 1),
-              id: message.headers?.get('Nats-Msg-Id') || String(message.seq),
-              data: message.json(),
-              attempt,
-            });
-            message.ack();
+            for await (const message of messages) await handle(message);
+            if (stopped()) return;
           } catch (error) {
-            options.logger.warn({ err: error, subject: message.subject, attempt }, 'event handler failed; will retry');
-            message.nak(redeliveryDelayMs(attempt));
+            if (stopped()) return;
+            options.logger.warn({ err: error, durable }, 'event consumer stopped; reopening it');
+          }
+          await new Promise((resolve) => setTimeout(resolve, 1_000));
+          if (stopped()) return;
+          try {
+            running.delete(messages);
+            messages = await (await js.consumers.get(stream, durable)).consume();
+            running.add(messages);
+          } catch (error) {
+            options.logger.warn({ err: error, durable }, 'event consumer not reopened yet; retrying');
           }
         }
       })();
       return {
         unsubscribe: async () => {
+          unsubscribed = true;
           running.delete(messages);
           await messages.close();
         },
@@ -103,6 +158,7 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
       await nc.flush();
     },
     close: async () => {
+      closing = true;
       await Promise.all([...running].map((messages) => messages.close()));
       if (options.deleteStreamOnClose) await jsm.streams.delete(stream).catch(() => undefined);
       await nc.drain();

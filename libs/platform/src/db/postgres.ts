@@ -8,9 +8,24 @@ export interface PostgresOptions {
   url: string;
   poolMax: number;
   logger: Logger;
-  /** How long to wait for a connection before a query fails; keeps a dead server from stalling requests. */
+  /**
+   * How long to wait for a connection, new or from the pool, before a query fails; keeps a
+   * dead server (or an exhausted pool) from stalling requests.
+   */
   connectTimeoutMs?: number;
+  /**
+   * How long one statement may go unanswered before it fails: a hung server or a network that
+   * drops packets answers a 503 in seconds instead of holding the request. Migrations and
+   * lock waits get `LONG_QUERY_TIMEOUT_MS` instead.
+   */
+  queryTimeoutMs?: number;
 }
+
+/** Connect and pool-acquire timeout: with one query timeout, well under the 5 s an outage may take to answer. */
+export const CONNECT_TIMEOUT_MS = 1_500;
+export const QUERY_TIMEOUT_MS = 3_000;
+/** Migration scripts and waits for an advisory lock, which another replica may hold for a while. */
+const LONG_QUERY_TIMEOUT_MS = 10 * 60_000;
 
 /** Type oids whose node-postgres parsing differs from PGlite's (see `SqlSession.query`). */
 const DATE = 1082;
@@ -38,7 +53,8 @@ const rowTypes = {
  * Always the extended protocol, as PGlite does: a string of several statements is refused
  * instead of returning an array of results whose `rows` is undefined.
  */
-const statement = (text: string, values?: unknown[]) => ({ text, values, queryMode: 'extended' }) as pg.QueryConfig;
+const statement = (text: string, values?: unknown[], timeoutMs?: number) =>
+  ({ text, values, queryMode: 'extended', ...(timeoutMs ? { query_timeout: timeoutMs } : {}) }) as pg.QueryConfig;
 
 /** Errors the server answered (they carry a SQLSTATE): the connection is still sound. */
 const isServerError = (error: unknown) => error instanceof Error && 'code' in error;
@@ -49,7 +65,7 @@ function sessionOf(client: pg.PoolClient, depth = 0): SqlSession {
   return {
     query: async <Row>(sql: string, params?: unknown[]) => (await client.query(statement(sql, params))).rows as Row[],
     exec: async (script) => {
-      await client.query(script);
+      await client.query({ text: script, query_timeout: LONG_QUERY_TIMEOUT_MS } as pg.QueryConfig);
     },
     transaction: async (fn) => {
       await client.query(depth === 0 ? 'begin' : `savepoint ${savepoint}`);
@@ -65,6 +81,27 @@ function sessionOf(client: pg.PoolClient, depth = 0): SqlSession {
   };
 }
 
+/**
+ * A statement that timed out leaves node-postgres waiting on its connection for an answer
+ * that may never come: the next statement there (a transaction's rollback, the next borrower's
+ * query) would wait a whole timeout again. The connection is destroyed instead, so they fail
+ * at once and the pool opens a fresh one.
+ */
+function dropOnReadTimeout(client: pg.PoolClient): void {
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+    const result = query(...args);
+    if (result instanceof Promise) {
+      result.catch((error: unknown) => {
+        if (error instanceof Error && error.message === 'Query read timeout') {
+          (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+        }
+      });
+    }
+    return result;
+  };
+}
+
 /** Advisory lock keys are 64-bit integers; a lock name maps to one by hashing. */
 function lockId(key: string): string {
   return createHash('sha256').update(key).digest().readBigInt64BE(0).toString();
@@ -74,15 +111,33 @@ export function openPostgres(options: PostgresOptions): Database {
   const pool = new pg.Pool({
     connectionString: options.url,
     max: options.poolMax,
-    connectionTimeoutMillis: options.connectTimeoutMs ?? 3_000,
+    connectionTimeoutMillis: options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS,
+    query_timeout: options.queryTimeoutMs ?? QUERY_TIMEOUT_MS,
     idleTimeoutMillis: 30_000,
+    // A connection whose peer vanished without a word (no FIN, no RST) is found out by probes.
     keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
     types: rowTypes,
   });
+  // Log an outage once, and its end, not every connection it breaks.
+  let lost = false;
+  const onLost = (error: Error) => {
+    if (!lost) options.logger.warn({ err: error }, 'postgres connection lost; requests that need it answer 503 until it is back');
+    lost = true;
+  };
   // An idle client whose server went away emits here; without a listener it would crash the process.
-  pool.on('error', (error) => options.logger.warn({ err: error }, 'postgres connection lost'));
+  pool.on('error', onLost);
+  // Every client gets its own listener for all its life: whoever checked it out (this port, or
+  // Prisma's adapter between two statements of a transaction) may have none at that moment,
+  // and an unheard 'error' on a Client ends the process. Its next query rejects instead.
+  pool.on('connect', (client) => {
+    client.on('error', onLost);
+    dropOnReadTimeout(client);
+    if (lost) options.logger.info('postgres connection restored');
+    lost = false;
+  });
 
-  const withClient = async <T>(fn: (session: SqlSession) => Promise<T>): Promise<T> => {
+  const withClient = async <T>(fn: (session: SqlSession, client: pg.PoolClient) => Promise<T>): Promise<T> => {
     const client = await pool.connect();
     let broken: Error | undefined;
     // The pool listens only to idle clients. A checked-out one that loses its server between
@@ -90,11 +145,10 @@ export function openPostgres(options: PostgresOptions): Database {
     // with nobody listening, which would crash the process; its next query rejects instead.
     const onError = (error: Error) => {
       broken = error;
-      options.logger.warn({ err: error }, 'postgres connection lost');
     };
     client.on('error', onError);
     try {
-      return await fn(sessionOf(client));
+      return await fn(sessionOf(client), client);
     } catch (error) {
       broken ??= isServerError(error) ? undefined : (error as Error);
       throw error;
@@ -112,9 +166,9 @@ export function openPostgres(options: PostgresOptions): Database {
     exec: (script) => withClient((session) => session.exec(script)),
     transaction: (fn) => withClient((session) => session.transaction(fn)),
     withLock: (key, fn) =>
-      withClient(async (session) => {
+      withClient(async (session, client) => {
         const id = lockId(key);
-        await session.query('select pg_advisory_lock($1)', [id]);
+        await client.query(statement('select pg_advisory_lock($1)', [id], LONG_QUERY_TIMEOUT_MS));
         try {
           return await fn(session);
         } finally {

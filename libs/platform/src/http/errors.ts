@@ -1,3 +1,4 @@
+import { UpstreamError } from '@app/contracts';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { $ZodIssue } from 'zod/v4/core';
@@ -113,6 +114,61 @@ const frameworkMessages: Record<string, (error: FastifyError, request: FastifyRe
   FST_ERR_BAD_URL: () => ({ status: 400, code: 'PLATFORM_BAD_URL', messageKey: 'error.badUrl' }),
 };
 
+/** Seconds a client is told to wait after a dependency failed; the pools retry well within it. */
+export const DEPENDENCY_RETRY_AFTER_SECONDS = 5;
+
+/** Socket errors: the peer refused, reset, vanished or could not be found. */
+const SOCKET_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  'ECONNABORTED',
+  // undici (fetch, the HTTP clients) and jose's JWKS fetch giving up on a peer.
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_SOCKET',
+  'ERR_JWKS_TIMEOUT',
+]);
+/**
+ * Prisma's codes for a database it cannot use now: unreachable (P1001), timed out (P1002,
+ * P1008), connection closed (P1017), no connection free in time (P2024), a transaction that
+ * could not start or was ended under it (P2028), too many connections (P2037).
+ */
+const PRISMA_CODES = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024', 'P2028', 'P2037']);
+/** Its driver adapter's kinds for the same. */
+const ADAPTER_KINDS = new Set(['DatabaseNotReachable', 'ConnectionClosed', 'SocketTimeout', 'TooManyConnections']);
+/**
+ * SQLSTATEs: connection exceptions (class 08), the server shutting down or starting
+ * (57P01-57P03), too many connections (53300).
+ */
+const isUnavailableSqlState = (code: string) => /^08[0-9A-Z]{3}$/.test(code) || ['57P01', '57P02', '57P03', '53300'].includes(code);
+/** What node-postgres and Prisma say, without a code, about a connection that broke or never came. */
+const UNAVAILABLE_MESSAGE =
+  /connection terminated|timeout exceeded when trying to connect|query read timeout|connection ended|client has encountered a connection error|cannot use a pool after calling end|can't reach database server|server has closed the connection|timed out fetching a new connection|unable to start a transaction in the given time|connection (?:is )?closed/i;
+
+/**
+ * Whether an error says a dependency (database, peer service) cannot answer now, which is no
+ * fault of the request: 503 with `Retry-After`, never 500. Walks the cause chain, as drivers
+ * and Prisma wrap the socket's error.
+ */
+export function isDependencyUnavailable(error: unknown): boolean {
+  let current = error as { code?: unknown; kind?: unknown; message?: unknown; cause?: unknown } | undefined;
+  for (let depth = 0; current && typeof current === 'object' && depth < 6; depth++) {
+    if (current instanceof UpstreamError) return true;
+    const { code, kind, message } = current;
+    if (typeof code === 'string' && (SOCKET_CODES.has(code) || PRISMA_CODES.has(code) || isUnavailableSqlState(code))) return true;
+    if (typeof kind === 'string' && ADAPTER_KINDS.has(kind)) return true;
+    if (typeof message === 'string' && UNAVAILABLE_MESSAGE.test(message)) return true;
+    current = current.cause as typeof current;
+  }
+  return false;
+}
+
 /** Turns any error into a problem+json answer; a 5xx never shows its cause to the client. */
 export function handleError(error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   if (error instanceof AppError) {
@@ -141,6 +197,11 @@ export function handleError(error: FastifyError | Error, request: FastifyRequest
   if (known) return sendProblem(request, reply, known(fastifyError, request));
   if (error instanceof SyntaxError && fastifyError.statusCode === 400) {
     return sendProblem(request, reply, { status: 400, code: 'PLATFORM_INVALID_JSON', messageKey: 'error.invalidJson' });
+  }
+  if (isDependencyUnavailable(error)) {
+    // Not logged here either: the request's log line carries the cause.
+    reply.header('retry-after', String(DEPENDENCY_RETRY_AFTER_SECONDS));
+    return sendProblem(request, reply, { status: 503, code: 'PLATFORM_DEPENDENCY_UNAVAILABLE', messageKey: 'error.dependencyUnavailable' });
   }
   const status = fastifyError.statusCode ?? 500;
   if (status >= 400 && status < 500) {
