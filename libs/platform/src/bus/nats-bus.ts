@@ -52,6 +52,14 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
   }
   const js = jetstream(nc);
   const running = new Set<ConsumerMessages>();
+  const reconnectListeners = new Set<() => void>();
+  void (async () => {
+    for await (const status of nc.status()) {
+      if (status.type !== 'reconnect') continue;
+      // The client has re-sent its core subscriptions with the reconnect: broadcasts flow again.
+      for (const listener of reconnectListeners) listener();
+    }
+  })().catch((error: unknown) => options.logger.warn({ err: error }, 'nats status watch ended'));
 
   return {
     kind: 'nats',
@@ -59,6 +67,29 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
       await js.publish(`${prefix}.${subject}`, JSON.stringify(data), { msgID: publishOptions?.id ?? randomUUID() });
     },
     subscribe: async (pattern, handler, subscribeOptions) => {
+      if (subscribeOptions.broadcast) {
+        // JetStream stores what is published on its subjects, and core NATS still fans every
+        // message out to plain subscribers: each process hears it, nothing is kept for it.
+        const subscription = nc.subscribe(`${prefix}.${pattern}`, {
+          callback: (error, message) => {
+            if (error) return;
+            let data: unknown;
+            try {
+              data = message.json();
+            } catch {
+              options.logger.warn({ subject: message.subject }, 'ignoring a broadcast event that is not JSON');
+              return;
+            }
+            const event = { subject: message.subject.slice(prefix.length + 1), id: message.headers?.get('Nats-Msg-Id') || randomUUID(), data, attempt: 1 };
+            handler(event).catch((failure: unknown) => options.logger.warn({ err: failure, subject: event.subject }, 'broadcast event handler failed'));
+          },
+        });
+        return {
+          unsubscribe: async () => {
+            subscription.unsubscribe();
+          },
+        };
+      }
       const durable = `${subscribeOptions.group}-${pattern}`.replace(/[^\w-]/g, '_');
       await jsm.consumers
         .add(stream, {
@@ -98,6 +129,10 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
           await messages.close();
         },
       };
+    },
+    onReconnect: (listener) => {
+      reconnectListeners.add(listener);
+      return () => reconnectListeners.delete(listener);
     },
     ping: async () => {
       await nc.flush();
