@@ -18,6 +18,8 @@ export interface NatsBusOptions {
 
 /** Events are kept this long so a consumer that was down for a while still gets them. */
 const RETENTION_NS = 7 * 24 * 60 * 60 * 1e9;
+/** Longest wait for a graceful drain on close before the connection is simply closed. */
+const CLOSE_TIMEOUT_MS = 2_000;
 /** Window in which a re-published event id is recognized as a duplicate. */
 const DUPLICATE_WINDOW_NS = 2 * 60 * 1e9;
 
@@ -140,7 +142,13 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
     close: async () => {
       await Promise.all([...running].map((messages) => messages.close()));
       if (options.deleteStreamOnClose) await jsm.streams.delete(stream).catch(() => undefined);
-      await nc.drain();
+      // Draining needs the server: with NATS unreachable it would wait for a reconnection forever.
+      const drained = nc.drain().then(
+        () => true,
+        () => false,
+      );
+      const timer = new Promise<boolean>((resolve) => setTimeout(() => resolve(false), CLOSE_TIMEOUT_MS).unref());
+      if (!(await Promise.race([drained, timer]))) await nc.close().catch(() => undefined);
     },
   };
 }
