@@ -192,6 +192,7 @@ describe.each(testModes())('credentials service through the platform\'s edge (%s
       expect((await internal(INTERNAL_ROUTES.verifyPassword, { email: 'ada@example.com', password: NEW_PASSWORD })).body).toEqual({
         valid: true,
         identityId: ada.id,
+        credentialId: local,
       });
     });
 
@@ -258,10 +259,13 @@ describe.each(testModes())('credentials service through the platform\'s edge (%s
 
   describe('internal verifications', () => {
     it('verifies a password by email in any case or by identity, and records lastUsedAt', async () => {
-      expect((await internal(INTERNAL_ROUTES.verifyPassword, { email: 'ADA@example.com', password: NEW_PASSWORD })).body).toEqual({ valid: true, identityId: ada.id });
-      expect((await internal(INTERNAL_ROUTES.verifyPassword, { identityId: ada.id, password: NEW_PASSWORD })).body).toEqual({ valid: true, identityId: ada.id });
-      const local = (await h.call('GET', `/api/v1/credentials?identity_id=${ada.id}&provider=LOCAL`, { token: admin })).body[0];
-      expect(Date.parse(local.lastUsedAt)).toBeGreaterThan(Date.now() - 60_000);
+      const readLocal = async () => (await h.call('GET', `/api/v1/credentials?identity_id=${ada.id}&provider=LOCAL`, { token: admin })).body[0];
+      const local = await readLocal();
+      // The credential that matched: sso remembers it per sign-in, to end those sessions with it.
+      const verified = { valid: true, identityId: ada.id, credentialId: local.id };
+      expect((await internal(INTERNAL_ROUTES.verifyPassword, { email: 'ADA@example.com', password: NEW_PASSWORD })).body).toEqual(verified);
+      expect((await internal(INTERNAL_ROUTES.verifyPassword, { identityId: ada.id, password: NEW_PASSWORD })).body).toEqual(verified);
+      expect(Date.parse((await readLocal()).lastUsedAt)).toBeGreaterThan(Date.now() - 60_000);
     });
 
     it('answers valid: false alike for a wrong password, an unknown email or identity, and one without a password', async () => {
@@ -376,7 +380,7 @@ describe.each(testModes())('credentials service through the platform\'s edge (%s
         expect(await hashOf()).toContain('t=2$');
         const right = await stronger.inject({ method: 'POST', url: INTERNAL_ROUTES.verifyPassword, headers: { authorization: `Bearer ${system}` }, payload: { identityId: ada.id, password: NEW_PASSWORD } });
         h.bodies.push(right.body, wrong.body);
-        expect(right.json()).toEqual({ valid: true, identityId: ada.id });
+        expect(right.json()).toEqual({ valid: true, identityId: ada.id, credentialId: expect.any(String) });
         expect(await hashOf()).toContain('m=19456,p=1,t=3$');
         expect((await internal(INTERNAL_ROUTES.verifyPassword, { identityId: ada.id, password: NEW_PASSWORD })).body.valid).toBe(true);
       } finally {

@@ -91,7 +91,7 @@ describe.each(testModes())('identity service through the platform\'s edge (%s)',
     it('answers 401 with WWW-Authenticate without a valid token, 404 for an unknown id and 400 for a malformed one', async () => {
       const anonymous = await h.call('GET', `/api/v1/identity/${ada.id}`);
       expect(anonymous.status).toBe(401);
-      expect(anonymous.headers.get('www-authenticate')).toBe('Bearer error="invalid_token"');
+      expect(anonymous.headers.get('www-authenticate')).toBe('Bearer realm="api-platform"');
       expect((await h.call('GET', `/api/v1/identity/${ada.id}`, { token: 'not.a.token' })).status).toBe(401);
       expect((await h.call('GET', `/api/v1/identity/${randomUUID()}`, { token: admin })).body).toMatchObject({ status: 404, code: 'IDENTITY_NOT_FOUND' });
       expect((await h.call('GET', '/api/v1/identity/12', { token: admin })).status).toBe(400);

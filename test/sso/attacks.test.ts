@@ -7,6 +7,10 @@ import { claimsOf, startCountingServer, startSsoPlatform, TOPOLOGIES, type SsoPl
 // Starts the whole platform; jest's projects mode ignores the preset's testTimeout.
 jest.setTimeout(60_000);
 
+/** RFC 6750 §3.1: a token was sent and is bad; with no credentials at all, the challenge carries no error. */
+const INVALID_TOKEN = 'Bearer realm="api-platform", error="invalid_token"';
+const CHALLENGE = 'Bearer realm="api-platform"';
+
 const b64 = (value: unknown) => Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url');
 
 const cases = testModes().flatMap((mode) => TOPOLOGIES.map((topology) => [topology, mode] as const));
@@ -50,7 +54,7 @@ describe.each(cases)('forged and broken tokens: 401 at the gateway and at each s
         Object.entries(targets()).map(async ([target, url]) => {
           const response = await fetch(url, { headers: { authorization: `Bearer ${token}` } });
           const challenge = response.headers.get('www-authenticate');
-          return [target, response.status === 401 && challenge !== 'Bearer error="invalid_token"' ? `401 without challenge: ${challenge}` : response.status];
+          return [target, response.status === 401 && challenge !== INVALID_TOKEN ? `401 without challenge: ${challenge}` : response.status];
         }),
       ),
     );
@@ -112,10 +116,28 @@ describe.each(cases)('forged and broken tokens: 401 at the gateway and at each s
     ['a wrong iss', () => signGenuine({ ...claims(), iss: 'https://evil.example' })],
     ['a wrong aud', () => signGenuine({ ...claims(), aud: 'another-api' })],
     ['nbf in the future', () => signGenuine({ ...claims(), nbf: Math.floor(Date.now() / 1000) + 3600 })],
+    // The clock tolerance is 30 s: a token issued two minutes from now is forged or from a broken clock.
+    ['iat in the future beyond the clock tolerance', () => signGenuine({ ...claims(), iat: Math.floor(Date.now() / 1000) + 120 })],
+    ...(['iat', 'jti', 'sub'] as const).map((claim): [string, () => Promise<string>] => [
+      `no ${claim}`,
+      () => {
+        const { [claim]: _dropped, ...rest } = claims();
+        return signGenuine(rest);
+      },
+    ]),
   ];
 
   it.each(attacks)('refuses %s', async (_name, make) => {
     expect(await statusesFor(await make())).toEqual(everywhere(401));
+  });
+
+  it('challenges a request without credentials without an error code, everywhere', async () => {
+    for (const headers of [{}, { authorization: 'Basic dXNlcjpwYXNz' }] as Record<string, string>[]) {
+      const answers = await Promise.all(Object.values(targets()).map(async (url) => fetch(url, { headers })));
+      expect(answers.map((response) => [response.status, response.headers.get('www-authenticate')])).toEqual(
+        Object.keys(targets()).map(() => [401, CHALLENGE]),
+      );
+    }
   });
 
   it('never fetched a key from a URL a token named', () => {

@@ -79,7 +79,7 @@ describe.each(cases)('sso through the gateway, with the real identity and creden
     expect((await refresh(next.refresh_token)).status).toBe(400);
   });
 
-  it('issues a system token for an API key (client_secret or HTTP Basic), without a refresh token', async () => {
+  it('issues a token with exactly the identity\'s roles and the credential as client_id for an API key (client_secret or HTTP Basic), without a refresh token', async () => {
     const user = await newUser();
     // The client chooses the key (32+ random characters) and sends exactly it as client_secret.
     const apiKey = randomBytes(32).toString('base64url');
@@ -90,7 +90,12 @@ describe.each(cases)('sso through the gateway, with the real identity and creden
     const byBody = await env.token({ grant_type: 'client_credentials', client_secret: apiKey });
     expect(byBody.status).toBe(200);
     expect(byBody.body.refresh_token).toBeUndefined();
-    expect(verifyIndependently(String(byBody.body.access_token), jwks)).toMatchObject({ sub: user.id, roles: ['system'] });
+    const claims = verifyIndependently(String(byBody.body.access_token), jwks);
+    expect(claims).toMatchObject({ sub: user.id, roles: [], client_id: id, sid: expect.any(String) });
+    // An ordinary identity's key opens what the identity may, and nothing an admin may.
+    expect((await env.call('GET', `/api/v1/identity/${user.id}`, String(byBody.body.access_token))).status).toBe(200);
+    expect((await env.call('GET', `/api/v1/identity/${claimsOf(admin).sub}`, String(byBody.body.access_token))).status).toBe(403);
+    expect((await env.call('PUT', `/api/v1/identity/${user.id}`, String(byBody.body.access_token), { roles: ['admin'] })).status).toBe(403);
     const basic = Buffer.from(`${encodeURIComponent(id)}:${encodeURIComponent(apiKey)}`).toString('base64');
     expect((await env.token({ grant_type: 'client_credentials' }, { authorization: `Basic ${basic}` })).status).toBe(200);
     const wrong = await env.token({ grant_type: 'client_credentials', client_secret: `${apiKey.slice(0, -4)}AAAA` });

@@ -4,7 +4,7 @@ import { startPlatform } from '@app/all-in-one';
 import { credentialsService } from '@app/credentials';
 import { buildGateway } from '@app/gateway';
 import { identityService } from '@app/identity';
-import { buildServiceApp, listenApp, type App, type Env, type PlatformConfig, type RunningApp } from '@app/platform';
+import { buildServiceApp, createNatsBus, listenApp, type App, type Bus, type Env, type PlatformConfig, type RunningApp } from '@app/platform';
 import { configuredKeyService, createSsoService } from '@app/sso';
 import { freePort, openTestDependencies, type TestMode } from '@app/testing';
 
@@ -60,6 +60,12 @@ export interface SsoPlatform {
   token(params: Record<string, string>, headers?: Record<string, string>): Promise<TokenReply>;
   /** A JSON request through the gateway. */
   call(method: string, path: string, token?: string, body?: unknown): Promise<{ status: number; body: unknown }>;
+  /**
+   * Another verifier started now, beside the running platform on the same cache and bus:
+   * a gateway (in front of this platform's services) or a standalone identity service.
+   * `natsServers` connects its bus elsewhere (real mode: through a test's TCP proxy).
+   */
+  startLate(what: 'gateway' | 'identity', options?: { natsServers?: string }): Promise<RunningApp>;
   /** Signs in as the bootstrap admin, waiting for sso to have created it. */
   adminToken(): Promise<string>;
   close(): Promise<void>;
@@ -89,7 +95,10 @@ async function startSplit(deps: TestDependencies, ssoPort: number): Promise<{ ed
     const credentials = await listen('credentials', await buildServiceApp(credentialsService, configured({ IDENTITY_URL: identity.url })));
     const peers = { IDENTITY_URL: identity.url, CREDENTIALS_URL: credentials.url };
     const sso = await listen('sso', await buildServiceApp(createSsoService(), configured(peers)), ssoPort);
-    const edge = await listen('gateway', await buildGateway({ ...deps.config, ...peers, SSO_URL: sso.url }, deps.logger));
+    const edge = await listen(
+      'gateway',
+      await buildGateway({ ...deps.config, ...peers, SSO_URL: sso.url }, deps.logger, { revocationSources: { cache: deps.cache, bus: deps.bus } }),
+    );
     return { edge, services: { identity, credentials, sso }, close };
   } catch (error) {
     await close();
@@ -115,7 +124,13 @@ export async function startSsoPlatform(mode: TestMode, topology: Topology, env: 
     PLATFORM_SERVICES: 'identity,credentials,sso',
     ...env,
   });
-  let running: { url: string; direct(service: 'sso' | 'identity' | 'credentials'): string; close(): Promise<void> };
+  let running: {
+    url: string;
+    direct(service: 'sso' | 'identity' | 'credentials'): string;
+    /** Where a late gateway sends each service's routes. */
+    peers: Partial<PlatformConfig>;
+    close(): Promise<void>;
+  };
   try {
     if (topology === 'all-in-one') {
       // One port: sso's included, so the relay reaches its JWKS should any verifier ever fetch it.
@@ -125,11 +140,17 @@ export async function startSsoPlatform(mode: TestMode, topology: Topology, env: 
         direct: () => {
           throw new Error('the all-in-one has one port: no service is reached directly');
         },
+        peers: { IDENTITY_URL: platform.url, CREDENTIALS_URL: platform.url, SSO_URL: platform.url, CRUD_URL: platform.url, HEALTH_URL: platform.url },
         close: () => platform.close(),
       };
     } else {
       const split = await startSplit(deps, ssoPort);
-      running = { url: split.edge.url, direct: (service) => split.services[service].url, close: split.close };
+      running = {
+        url: split.edge.url,
+        direct: (service) => split.services[service].url,
+        peers: { IDENTITY_URL: split.services.identity.url, CREDENTIALS_URL: split.services.credentials.url, SSO_URL: split.services.sso.url },
+        close: split.close,
+      };
     }
   } catch (error) {
     await relay.close();
@@ -137,6 +158,20 @@ export async function startSsoPlatform(mode: TestMode, topology: Topology, env: 
     throw error;
   }
   const gateway = running.url;
+  const late: { app: RunningApp; bus?: Bus }[] = [];
+  const startLate: SsoPlatform['startLate'] = async (what, options = {}) => {
+    const bus = options.natsServers
+      ? await createNatsBus({ servers: options.natsServers, logger: deps.logger, stream: deps.natsStream, name: `late-${what}` })
+      : undefined;
+    const sources = { cache: deps.cache, bus: bus ?? deps.bus };
+    const app =
+      what === 'gateway'
+        ? await buildGateway({ ...deps.config, ...running.peers }, deps.logger, { revocationSources: sources })
+        : await buildServiceApp(identityService, { ...deps, bus: sources.bus });
+    const started = await listenApp(`late-${what}`, app, { host: '127.0.0.1', port: 0 });
+    late.push({ app: started, bus });
+    return started;
+  };
   const token: SsoPlatform['token'] = async (params, headers = {}) => {
     const response = await fetch(`${gateway}/api/v1/sso/token`, {
       method: 'POST',
@@ -171,7 +206,12 @@ export async function startSsoPlatform(mode: TestMode, topology: Topology, env: 
       }
       throw new Error('the bootstrap admin never became able to sign in');
     },
+    startLate,
     close: async () => {
+      for (const { app, bus } of late) {
+        await app.close().catch(() => undefined);
+        await bus?.close().catch(() => undefined);
+      }
       await running.close();
       await relay.close();
       await deps.dispose();

@@ -26,6 +26,11 @@ export const credentialEventSchema = z.object({
   activated: z.boolean(),
   /** True when the secret itself changed (a new password): refresh tokens must not outlive it. */
   secretChanged: z.boolean().optional(),
+  /**
+   * The sign-in (`sid`) of the caller who made the change, when it is the credential's own
+   * identity: a password change ends every other session of the identity, not this one.
+   */
+  actorSessionId: z.string().min(1).optional(),
   occurredAt,
 });
 
@@ -35,6 +40,33 @@ export const crudRecordEventSchema = z.object({
   occurredAt,
 });
 
+/**
+ * What sso revokes, published on `revocation.<kind>` to every process (a broadcast) and
+ * recorded in the cache under REVOCATIONS_CACHE_KEY for verifiers that start later:
+ * - `session`: every token with this `sid`;
+ * - `subject`: every token of this identity (`sub`) issued before `issuedBefore`;
+ * - `client`: every token granted to this API_KEY credential (`client_id`) issued before `issuedBefore`.
+ * `expiresAt` (epoch seconds) is when every token the entry can match has expired: the entry
+ * is dropped then.
+ */
+export const REVOCATION_KINDS = ['session', 'subject', 'client'] as const;
+export type RevocationKind = (typeof REVOCATION_KINDS)[number];
+
+export const revocationEventSchema = z.object({
+  kind: z.enum(REVOCATION_KINDS),
+  id: z.string().min(1).max(200),
+  /** Epoch seconds: tokens whose `iat` is earlier are revoked (`subject` and `client`). */
+  issuedBefore: z.number().int().optional(),
+  expiresAt: z.number().int(),
+});
+
+/** Bus subjects of revocations: `revocation.session`, `revocation.subject`, `revocation.client`. */
+export const REVOCATION_SUBJECTS = 'revocation.>';
+export const revocationSubject = (kind: RevocationKind) => `revocation.${kind}`;
+/** The cache key (an expiring set) holding every live revocation, for seeding verifiers. */
+export const REVOCATIONS_CACHE_KEY = 'sso:revocations';
+
+export type RevocationEvent = z.infer<typeof revocationEventSchema>;
 export type IdentityEvent = z.infer<typeof identityEventSchema>;
 export type CredentialEvent = z.infer<typeof credentialEventSchema>;
 export type CrudRecordEvent = z.infer<typeof crudRecordEventSchema>;

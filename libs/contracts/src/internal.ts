@@ -23,6 +23,8 @@ export const verifyPasswordRequestSchema = z.union([
 export const verifyPasswordResponseSchema = z.object({
   valid: z.boolean(),
   identityId: z.uuid().optional(),
+  /** The LOCAL credential that matched: sso remembers it per sign-in, to end those sessions with it. */
+  credentialId: z.uuid().optional(),
 });
 
 export const verifyApiKeyRequestSchema = z.strictObject({ apiKey: z.string().max(512) });

@@ -8,6 +8,10 @@ export const accessTokenClaimsSchema = z.object({
   iat: z.number().int(),
   exp: z.number().int(),
   jti: z.string().min(1),
+  /** The sign-in the token belongs to (a refresh-token family, or one client_credentials grant): revoked as one. */
+  sid: z.string().min(1).optional(),
+  /** client_credentials only: the API_KEY credential the token was granted to. */
+  client_id: z.string().min(1).optional(),
   roles: z.array(z.string()).default([]),
 });
 

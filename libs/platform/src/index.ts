@@ -19,6 +19,7 @@ export * from './bus/nats-bus.js';
 export * from './health/checks.js';
 export * from './health/health-routes.js';
 export * from './auth/auth.js';
+export * from './auth/revocations.js';
 export * from './bus/outbox.js';
 export * from './auth/route-auth.js';
 export * from './clients/http-clients.js';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { createLocalBus, createNatsBus, subjectMatches, type Bus, type BusMessage } from '@app/platform';
-import { REAL, silentLogger } from '@app/testing';
+import { eventually, REAL, silentLogger, startTcpProxy } from '@app/testing';
 
 /** Resolves once `count` messages arrived (or rejects after the timeout). */
 function collector(count: number, timeoutMs = 5_000) {
@@ -69,6 +69,31 @@ function busContract(name: string, open: () => Promise<Bus>) {
       expect(a.received.length + b.received.length).toBe(4);
     });
 
+    it('gives every broadcast subscriber every event, beside the groups', async () => {
+      const first = collector(3);
+      const second = collector(3);
+      const worker = collector(3);
+      await bus.subscribe('revocation.>', first.handler, { broadcast: true });
+      await bus.subscribe('revocation.>', second.handler, { broadcast: true });
+      await bus.subscribe('revocation.>', worker.handler, { group: 'store' });
+      for (let i = 0; i < 3; i++) await bus.publish('revocation.session', { i }, { id: `r-${i}` });
+      await Promise.all([first.finished, second.finished, worker.finished]);
+      for (const inbox of [first, second]) {
+        expect(inbox.received.map((m) => [m.subject, m.data]).sort()).toEqual([0, 1, 2].map((i) => ['revocation.session', { i }]));
+      }
+    });
+
+    it('stops a broadcast after unsubscribe, and lets a reconnect listener be removed', async () => {
+      const inbox = collector(1);
+      const subscription = await bus.subscribe('revocation.>', inbox.handler, { broadcast: true });
+      await subscription.unsubscribe();
+      const remove = bus.onReconnect(() => undefined);
+      remove();
+      await bus.publish('revocation.subject', {});
+      await settle();
+      expect(inbox.received).toEqual([]);
+    });
+
     it('delivers again, with a higher attempt, when a handler fails', async () => {
       const attempts: number[] = [];
       const done = collector(1);
@@ -108,6 +133,33 @@ if (REAL.natsUrl) {
   busContract('nats', () =>
     createNatsBus({ servers, logger: silentLogger(), stream: `TEST_${randomUUID().slice(0, 8).toUpperCase()}`, deleteStreamOnClose: true }),
   );
+
+  describe('nats bus reconnection', () => {
+    it('tells reconnect listeners when the connection comes back, and broadcasts flow again', async () => {
+      const stream = `TEST_${randomUUID().slice(0, 8).toUpperCase()}`;
+      const target = new URL(servers.split(',')[0]!);
+      const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 4222) });
+      const publisher = await createNatsBus({ servers, logger: silentLogger(), stream, deleteStreamOnClose: true });
+      const listener = await createNatsBus({ servers: `nats://127.0.0.1:${proxy.port}`, logger: silentLogger(), stream });
+      try {
+        let reconnects = 0;
+        listener.onReconnect(() => reconnects++);
+        const inbox = collector(1, 15_000);
+        await listener.subscribe('revocation.>', inbox.handler, { broadcast: true });
+        await proxy.stop();
+        await settle(500);
+        await proxy.start();
+        expect(await eventually(async () => reconnects > 0, 10_000)).toBe(true);
+        await publisher.publish('revocation.session', { after: 'reconnect' });
+        await inbox.finished;
+        expect(inbox.received[0]?.data).toEqual({ after: 'reconnect' });
+      } finally {
+        await listener.close();
+        await publisher.close();
+        await proxy.stop();
+      }
+    }, 30_000);
+  });
 
   describe('nats bus durability', () => {
     it('keeps events for a group while its subscriber is away', async () => {

@@ -60,6 +60,21 @@ function cacheContract(name: string, open: () => Promise<Cache>) {
       expect((await cache.hit(k, 2)).count).toBe(1);
     });
 
+    it('keeps an expiring set\'s members until each one\'s expiry, the later expiry winning', async () => {
+      const k = key('set');
+      const now = Math.floor(Date.now() / 1000);
+      expect(await cache.liveMembers(k)).toEqual([]);
+      await cache.addExpiring(k, 'long', now + 60);
+      await cache.addExpiring(k, 'short', now + 1);
+      await cache.addExpiring(k, 'renewed', now + 1);
+      await cache.addExpiring(k, 'renewed', now + 60);
+      await cache.addExpiring(k, 'renewed', now + 2);
+      await cache.addExpiring(k, 'past', now - 1);
+      expect((await cache.liveMembers(k)).sort()).toEqual(['long', 'renewed', 'short']);
+      await new Promise((resolve) => setTimeout(resolve, 2_100));
+      expect((await cache.liveMembers(k)).sort()).toEqual(['long', 'renewed']);
+    });
+
     it('answers a ping with its version', async () => {
       const { version } = await cache.ping();
       expect(version).toMatch(name === 'memory' ? /^memory$/ : /^\d+\.\d+/);

@@ -29,8 +29,26 @@ let issuer: TokenIssuer;
 let stranger: TokenIssuer;
 let verifier: TokenVerifier;
 /** Bearer tokens by who holds them; each a valid token unless its name says otherwise. */
-const tokens: Record<'user' | 'admin' | 'editor' | 'expired' | 'forged' | 'otherAudience' | 'otherIssuer' | 'unsigned', string> = {} as never;
+const tokens: Record<
+  | 'user'
+  | 'admin'
+  | 'editor'
+  | 'expired'
+  | 'forged'
+  | 'otherAudience'
+  | 'otherIssuer'
+  | 'unsigned'
+  | 'fromTheFuture'
+  | 'slightlyAhead'
+  | 'withoutIat'
+  | 'withoutJti'
+  | 'withoutSub',
+  string
+> = {} as never;
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+/** RFC 6750 §3.1: no credentials sent -> a challenge without an error code; a bad token -> invalid_token. */
+const CHALLENGE = 'Bearer realm="api-platform"';
+const INVALID_TOKEN = 'Bearer realm="api-platform", error="invalid_token"';
 
 beforeAll(async () => {
   issuer = await startTokenIssuer();
@@ -59,6 +77,18 @@ beforeAll(async () => {
   tokens.otherAudience = await sign(issuer.privateKey, { aud: 'someone-else' });
   tokens.otherIssuer = await sign(issuer.privateKey, { iss: 'https://evil.example' });
   const now = Math.floor(Date.now() / 1000);
+  /** A genuinely signed token with exactly these claims (nothing added). */
+  const signExactly = (claims: Record<string, unknown>) =>
+    new SignJWT({ iss: issuer.issuer, aud: issuer.audience, exp: now + 900, roles: [], ...claims })
+      .setProtectedHeader({ alg: 'ES256', kid: issuer.kid, typ: 'JWT' })
+      .sign(issuer.privateKey);
+  const complete = { sub: USER, iat: now, jti: randomUUID() };
+  // The verifier's clock tolerance is 30 s by default.
+  tokens.fromTheFuture = await signExactly({ ...complete, iat: now + 120, exp: now + 1_000 });
+  tokens.slightlyAhead = await signExactly({ ...complete, iat: now + 10 });
+  tokens.withoutIat = await signExactly({ sub: USER, jti: randomUUID() });
+  tokens.withoutJti = await signExactly({ sub: USER, iat: now });
+  tokens.withoutSub = await signExactly({ iat: now, jti: randomUUID() });
   const encode = (value: object) => base64url.encode(JSON.stringify(value));
   tokens.unsigned = `${encode({ alg: 'none', kid: issuer.kid, typ: 'JWT' })}.${encode({
     iss: issuer.issuer,
@@ -158,29 +188,43 @@ describe('route auth in a service (not the edge)', () => {
       async (name) => {
         const response = await get('/optional', bearer(tokens[name]));
         expect(response.statusCode).toBe(401);
-        expect(response.headers['www-authenticate']).toBe('Bearer error="invalid_token"');
+        expect(response.headers['www-authenticate']).toBe(INVALID_TOKEN);
       },
     );
 
-    it.each(['Basic dXNlcjpwYXNz', 'Bearer', '', 'Bearer two tokens'])('answers 401 to an Authorization header that is not one bearer token (%j)', async (authorization) => {
+    it.each([
+      ['Basic dXNlcjpwYXNz', CHALLENGE],
+      ['Bearer', INVALID_TOKEN],
+      ['', CHALLENGE],
+      ['Bearer two tokens', INVALID_TOKEN],
+    ])('answers 401 to an Authorization header that is not one bearer token (%j)', async (authorization, challenge) => {
       const response = await get('/optional', { authorization });
       expect(response.statusCode).toBe(401);
+      expect(response.headers['www-authenticate']).toBe(challenge);
     });
   });
 
   describe.each(['authenticated', 'undeclared'])('%s', (name) => {
-    it('answers 401 problem+json with a Bearer challenge without a token', async () => {
+    it('answers 401 problem+json with a Bearer challenge without an error code without a token (RFC 6750 §3.1)', async () => {
       const response = await get(`/${name}`);
       expect(response.statusCode).toBe(401);
-      expect(response.headers['www-authenticate']).toBe('Bearer error="invalid_token"');
+      expect(response.headers['www-authenticate']).toBe(CHALLENGE);
       expect(response.headers['content-type']).toBe('application/problem+json; charset=utf-8');
       expect(response.json()).toMatchObject({ status: 401, code: 'PLATFORM_AUTH_INVALID_TOKEN', instance: `/${name}` });
     });
 
-    it.each(['forged', 'expired', 'otherAudience', 'otherIssuer', 'unsigned'] as const)('answers 401 to a %s token', async (token) => {
-      const response = await get(`/${name}`, bearer(tokens[token]));
-      expect(response.statusCode).toBe(401);
-      expect(response.json()).toMatchObject({ code: 'PLATFORM_AUTH_INVALID_TOKEN' });
+    it.each(['forged', 'expired', 'otherAudience', 'otherIssuer', 'unsigned', 'fromTheFuture', 'withoutIat', 'withoutJti', 'withoutSub'] as const)(
+      'answers 401 invalid_token to a %s token',
+      async (token) => {
+        const response = await get(`/${name}`, bearer(tokens[token]));
+        expect(response.statusCode).toBe(401);
+        expect(response.headers['www-authenticate']).toBe(INVALID_TOKEN);
+        expect(response.json()).toMatchObject({ code: 'PLATFORM_AUTH_INVALID_TOKEN' });
+      },
+    );
+
+    it('accepts a token issued a little in the future, within the clock tolerance', async () => {
+      expect((await get(`/${name}`, bearer(tokens.slightlyAhead))).statusCode).toBe(200);
     });
 
     it.each([
@@ -325,7 +369,8 @@ describe('route auth at the edge (the gateway, the all-in-one)', () => {
   it('wants a token for a public route off the allowlist', async () => {
     const anonymous = await get('/public');
     expect(anonymous.statusCode).toBe(401);
-    expect(anonymous.headers['www-authenticate']).toBe('Bearer error="invalid_token"');
+    expect(anonymous.headers['www-authenticate']).toBe(CHALLENGE);
+    expect((await get('/public', bearer(tokens.forged))).headers['www-authenticate']).toBe(INVALID_TOKEN);
     expect((await get('/public', bearer(tokens.forged))).statusCode).toBe(401);
     const response = await get('/public', bearer(tokens.user));
     expect(response.statusCode).toBe(200);
@@ -365,7 +410,7 @@ describe('route auth at the edge (the gateway, the all-in-one)', () => {
     for (const method of ['GET', 'POST', 'DELETE'] as const) {
       const response = await app.inject({ method, url: '/nowhere' });
       expect(response.statusCode).toBe(401);
-      expect(response.headers['www-authenticate']).toBe('Bearer error="invalid_token"');
+      expect(response.headers['www-authenticate']).toBe(CHALLENGE);
     }
     expect((await get('/nowhere', bearer(tokens.expired))).statusCode).toBe(401);
   });

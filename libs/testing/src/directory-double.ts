@@ -23,6 +23,8 @@ export interface DirectoryDouble {
   setActivated(identityId: string, activated: boolean): void;
   identityByEmail(email: string): InternalIdentity | undefined;
   passwordOf(identityId: string): string | undefined;
+  /** The id of the identity's LOCAL credential (its password), as verify-password answers it. */
+  localCredentialOf(identityId: string): string | undefined;
   /** Calls answered, by path. */
   calls: Record<string, number>;
   /** Every authorized call, in order, with the JSON body it sent: what a caller asked, and how. */
@@ -40,6 +42,7 @@ export async function startDirectoryDouble(options: { jwksUrl: string; issuer: s
   const verifier = createTokenVerifier({ jwksUrl: options.jwksUrl, issuer: options.issuer, audience: options.audience, cooldownMs: 1_000 });
   const identities = new Map<string, InternalIdentity>();
   const passwords = new Map<string, string>();
+  const localCredentials = new Map<string, string>();
   const apiKeys = new Map<string, { credentialId: string; identityId: string }>();
   const calls: Record<string, number> = {};
   const requests: DirectoryDouble['requests'] = [];
@@ -67,7 +70,7 @@ export async function startDirectoryDouble(options: { jwksUrl: string; issuer: s
       const identity = body.email ? byEmail(body.email) : identities.get(body.identityId ?? '');
       const stored = identity ? passwords.get(identity.id) : undefined;
       const valid = same(stored ?? 'dummy-password-never-matches', body.password ?? '') && stored !== undefined;
-      return [200, valid ? { valid, identityId: identity!.id } : { valid: false }];
+      return [200, valid ? { valid, identityId: identity!.id, credentialId: localCredentials.get(identity!.id) } : { valid: false }];
     },
     [INTERNAL_ROUTES.verifyApiKey]: (body) => {
       const key = apiKeys.get(body.apiKey ?? '');
@@ -120,7 +123,10 @@ export async function startDirectoryDouble(options: { jwksUrl: string; issuer: s
     addIdentity: ({ email, password, roles = [], activated = true }) => {
       const identity = { id: randomUUID(), name: email.split('@')[0] ?? email, email, roles, activated };
       identities.set(identity.id, identity);
-      if (password) passwords.set(identity.id, password);
+      if (password) {
+        passwords.set(identity.id, password);
+        localCredentials.set(identity.id, randomUUID());
+      }
       return identity;
     },
     addApiKey: (identityId) => {
@@ -135,6 +141,7 @@ export async function startDirectoryDouble(options: { jwksUrl: string; issuer: s
     },
     identityByEmail: byEmail,
     passwordOf: (identityId) => passwords.get(identityId),
+    localCredentialOf: (identityId) => localCredentials.get(identityId),
     calls,
     requests,
     close: () => new Promise((resolve) => server.close(() => resolve())),

@@ -67,7 +67,10 @@ export async function createTestDatabase(baseUrl: string): Promise<{ url: string
  * Opens dependencies for a test: embedded (in-memory PGlite, memory cache, local bus) or the
  * real servers, each isolated for this run (a fresh database, a key prefix, a stream).
  */
-export async function openTestDependencies(mode: TestMode, overrides: Env = {}): Promise<Dependencies & { dispose(): Promise<void> }> {
+export async function openTestDependencies(
+  mode: TestMode,
+  overrides: Env = {},
+): Promise<Dependencies & { dispose(): Promise<void>; /** The run's own JetStream stream (real mode). */ natsStream?: string }> {
   const logger = silentLogger();
   if (mode === 'embedded') {
     const config = testConfig(overrides);
@@ -83,8 +86,10 @@ export async function openTestDependencies(mode: TestMode, overrides: Env = {}):
   const config = testConfig({ DATABASE_URL: testDb.url, REDIS_URL: REAL.redisUrl, NATS_URL: REAL.natsUrl, ...overrides });
   const database = openPostgres({ url: testDb.url, poolMax: 5, logger });
   const cache = await createRedisCache({ url: REAL.redisUrl, logger, keyPrefix: `test:${run}:` });
-  const bus = await createNatsBus({ servers: REAL.natsUrl, logger, stream: `TEST_${run.toUpperCase()}`, deleteStreamOnClose: true });
+  const natsStream = `TEST_${run.toUpperCase()}`;
+  const bus = await createNatsBus({ servers: REAL.natsUrl, logger, stream: natsStream, deleteStreamOnClose: true });
   return {
+    natsStream,
     config,
     logger,
     database,

@@ -43,7 +43,7 @@ describe.each(cases)('products (%s, through %s)', (mode, transport) => {
     it.each(routes)('answers 401 to $method $url without a token', async (request) => {
       const response = await crud.send(request);
       expect(response.status).toBe(401);
-      expect(response.headers['www-authenticate']).toBe('Bearer error="invalid_token"');
+      expect(response.headers['www-authenticate']).toBe('Bearer realm="api-platform"');
       expect(response.headers['content-type']).toBe('application/problem+json; charset=utf-8');
       expect(response.json).toMatchObject({ status: 401, code: 'PLATFORM_AUTH_INVALID_TOKEN', title: 'Unauthorized' });
     });
@@ -62,7 +62,7 @@ describe.each(cases)('products (%s, through %s)', (mode, transport) => {
         for (const token of [forged, expired, 'not-a-jwt']) {
           const response = await crud.send({ method: 'GET', url: '/api/v1/products', headers: { authorization: `Bearer ${token}` } });
           expect(response.status).toBe(401);
-          expect(response.headers['www-authenticate']).toBe('Bearer error="invalid_token"');
+          expect(response.headers['www-authenticate']).toBe('Bearer realm="api-platform", error="invalid_token"');
         }
       } finally {
         await stranger.close();

@@ -1,6 +1,12 @@
 import {
   accessTokenVerifier,
   createApp,
+  createLocalBus,
+  createMemoryCache,
+  createRevocationSet,
+  startRevocationFeed,
+  type Bus,
+  type Cache,
   declareAuth,
   healthRoutes,
   RELEASE_VERSION,
@@ -26,8 +32,14 @@ export const GATEWAY_CONFIG: readonly ConfigKey[] = [
 ];
 
 export interface GatewayOptions {
-  /** Verifies bearer tokens at the edge; default: sso's JWKS per the configuration, cached. */
+  /** Verifies bearer tokens at the edge; default: sso's JWKS per the configuration, cached, checked against revocations. */
   verifier?: TokenVerifier;
+  /**
+   * Where the default verifier learns of revocations: the shared cache (seed) and the bus
+   * (sso's broadcast). main.ts opens Redis and NATS per the configuration; without them the
+   * gateway uses in-process ones, which only hear revocations published in this process.
+   */
+  revocationSources?: { cache: Cache; bus: Bus };
 }
 
 /**
@@ -35,6 +47,9 @@ export interface GatewayOptions {
  * the services (bodies stream through) and serves their merged API docs.
  */
 export async function buildGateway(config: PlatformConfig, logger: Logger, options: GatewayOptions = {}): Promise<App> {
+  const revocations = createRevocationSet();
+  const sources = options.revocationSources ?? { cache: createMemoryCache({ maxEntries: 1 }), bus: createLocalBus({ logger }) };
+  const feed = options.verifier ? undefined : await startRevocationFeed({ set: revocations, ...sources, logger });
   const app = await createApp({
     name: 'gateway',
     title: PLATFORM_TITLE,
@@ -42,7 +57,11 @@ export async function buildGateway(config: PlatformConfig, logger: Logger, optio
     logger,
     bodyLimit: config.BODY_LIMIT,
     description: PLATFORM_DESCRIPTION,
-    auth: { verifier: options.verifier ?? accessTokenVerifier(config), edge: true },
+    auth: { verifier: options.verifier ?? accessTokenVerifier(config, undefined, revocations), edge: true },
+  });
+  app.addHook('onClose', async () => {
+    await feed?.stop();
+    if (!options.revocationSources) await Promise.all([sources.bus.close(), sources.cache.close()]);
   });
   // The gateway holds no state: it is ready whenever it can answer.
   await healthRoutes(app, { service: 'gateway', version: RELEASE_VERSION, checks: {} });

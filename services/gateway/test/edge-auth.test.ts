@@ -44,7 +44,7 @@ describe('edge authentication', () => {
     const before = reached.length;
     const response = await fetch(`${url}/api/v1/products/6b1e1d1e-0000-4000-8000-000000000000`);
     expect(response.status).toBe(401);
-    expect(response.headers.get('www-authenticate')).toBe('Bearer error="invalid_token"');
+    expect(response.headers.get('www-authenticate')).toBe('Bearer realm="api-platform"');
     expect(response.headers.get('content-type')).toBe('application/problem+json; charset=utf-8');
     expect(await response.json()).toMatchObject({ status: 401, code: 'PLATFORM_AUTH_INVALID_TOKEN' });
     expect(reached.length).toBe(before);
@@ -82,7 +82,7 @@ describe('edge authentication', () => {
     for (const path of ['/nowhere', '/internal/v1/identities/lookup']) {
       const response = await fetch(`${url}${path}`, { method: 'POST' });
       expect(response.status).toBe(401);
-      expect(response.headers.get('www-authenticate')).toBe('Bearer error="invalid_token"');
+      expect(response.headers.get('www-authenticate')).toBe('Bearer realm="api-platform"');
     }
     const token = await issuer.mint('6b1e1d1e-0000-4000-8000-000000000001', []);
     expect((await fetch(`${url}/nowhere`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(404);

@@ -2,11 +2,13 @@ import { fileURLToPath } from 'node:url';
 import { createPrismaClient, defineService, type Service } from '@app/platform';
 import { startAdminBootstrap, DEV_ADMIN_EMAIL } from './bootstrap/admin.js';
 import { subscribeToCredentialEvents } from './events/credential-events.js';
+import { subscribeToIdentityEvents } from './events/identity-events.js';
 import { PrismaClient } from './generated/prisma/client.js';
 import { configuredKeyService } from './keys/configured.js';
 import { keyRoutes } from './keys/routes.js';
 import { parseTrustedProxies } from './tokens/client-address.js';
 import { createRefreshTokenRepository } from './tokens/repository.js';
+import { createRevoker } from './tokens/revocations.js';
 import { tokenRoutes } from './tokens/routes.js';
 import { createTokenService } from './tokens/service.js';
 import { createSystemTokens, createTokenSigner } from './tokens/signer.js';
@@ -41,8 +43,10 @@ export function createSsoService(options: SsoOptions = {}): Service {
       'CREDENTIALS_URL',
     ],
     migrations: SSO_MIGRATIONS,
+    // Revocation events go out through the outbox: none is lost once its revocation committed.
+    outbox: true,
     checks: ['database'],
-    routes: async (app, { config, logger, database, cache, bus, clients, provide }) => {
+    routes: async (app, { config, logger, database, cache, bus, clients, provide, verifier, eventsCommitted }) => {
       const prisma = createPrismaClient(PrismaClient, database);
       app.addHook('onClose', () => prisma.$disconnect());
       const keys = configuredKeyService(config, database, logger, prisma);
@@ -55,8 +59,18 @@ export function createSsoService(options: SsoOptions = {}): Service {
       });
       // Every verifier of this process checks tokens against the key table: no JWKS fetch from itself.
       provide({ verificationKeys: keys.verificationKeys, systemToken: createSystemTokens(signer) });
+      const repository = createRefreshTokenRepository(prisma);
+      const revoker = createRevoker({
+        repository,
+        cache,
+        logger,
+        eventsCommitted,
+        lifetimeSeconds: config.ACCESS_TOKEN_TTL_SECONDS + config.JWT_CLOCK_TOLERANCE_SECONDS,
+      });
       const tokens = createTokenService({
-        repository: createRefreshTokenRepository(prisma),
+        repository,
+        revoker,
+        verifier,
         signer,
         identities: clients.identity,
         credentials: clients.credentials,
@@ -69,7 +83,10 @@ export function createSsoService(options: SsoOptions = {}): Service {
       await app.register(tokenRoutes, { tokens, trustedProxies: parseTrustedProxies(config.TRUST_PROXY) });
       await userinfoRoutes(app);
 
-      const subscription = await subscribeToCredentialEvents({ bus, logger, revokeIdentity: tokens.revokeIdentity });
+      const subscriptions = [
+        await subscribeToCredentialEvents({ bus, logger, revoker }),
+        await subscribeToIdentityEvents({ bus, logger, revoker }),
+      ];
       // Every replica checks; the key lock and the newest key's age make only one of them rotate.
       const rotationCheckMs = Math.min((config.SSO_KEY_ROTATION_INTERVAL_SECONDS * 1000) / 4, ROTATION_CHECK_MAX_MS);
       const rotation = setInterval(() => {
@@ -96,7 +113,7 @@ export function createSsoService(options: SsoOptions = {}): Service {
       app.addHook('onClose', async () => {
         clearInterval(rotation);
         bootstrap?.stop();
-        await subscription.unsubscribe();
+        await Promise.all(subscriptions.map((subscription) => subscription.unsubscribe()));
       });
     },
   });

@@ -166,6 +166,7 @@ describe.each(testModes())('schema.prisma and the migrations (%s)', (mode) => {
       tokenHash: 'h'.repeat(64),
       familyId: randomUUID(),
       identityId: randomUUID(),
+      credentialId: randomUUID(),
       createdAt: now,
       expiresAt: now,
       usedAt: now,

@@ -1,5 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
-import { testModes } from '@app/testing';
+import { REVOCATIONS_CACHE_KEY } from '@app/contracts';
+import { eventually, testModes } from '@app/testing';
 import { hashRefreshToken } from '../src/tokens/service.js';
 import { ADDRESS_LIMIT, PAIR_LIMIT, USERNAME_LIMIT } from '../src/tokens/throttle.js';
 import { PASSWORD, startSso, type SsoUnderTest } from './support.js';
@@ -88,7 +90,7 @@ describe.each(testModes())('credential events (%s)', (mode) => {
     return sso.token({ grant_type: 'refresh_token', refresh_token: token });
   };
   const event = (identityId: string, extra: Record<string, unknown>) => ({
-    credentialId: '00000000-0000-4000-8000-000000000001',
+    credentialId: sso.double.localCredentialOf(identityId) ?? randomUUID(),
     identityId,
     provider: 'LOCAL',
     type: 'PASSWORD',
@@ -96,32 +98,83 @@ describe.each(testModes())('credential events (%s)', (mode) => {
     occurredAt: new Date().toISOString(),
     ...extra,
   });
+  const signInFully = async (email: string) => (await sso.token({ grant_type: 'password', username: email, password: PASSWORD })).body;
+  const sidOf = (accessToken: unknown) => JSON.parse(Buffer.from(String(accessToken).split('.')[1]!, 'base64url').toString()).sid as string;
+  /** The revocations sso recorded for verifiers that start later, parsed. */
+  const recorded = async () => (await sso.deps.cache.liveMembers(REVOCATIONS_CACHE_KEY)).map((member) => JSON.parse(member) as Record<string, unknown>);
+  const recordedEventually = async (match: Record<string, unknown>) => {
+    await eventually(async () => (await recorded()).some((entry) => Object.entries(match).every(([key, value]) => entry[key] === value)), 5_000, 20);
+    return (await recorded()).find((entry) => Object.entries(match).every(([key, value]) => entry[key] === value));
+  };
 
-  it('revokes the identity refresh tokens when its password changes', async () => {
+  it('ends every other session of the identity when its password changes, keeping the one that changed it', async () => {
     const { id } = sso.double.addIdentity({ email: 'changer@example.com', password: PASSWORD });
-    const token = await signIn('changer@example.com');
-    await sso.deps.bus.publish('credential.updated', event(id, { secretChanged: true }));
-    const refused = await refreshUntilRefused(token);
+    const other = await signInFully('changer@example.com');
+    const actor = await signInFully('changer@example.com');
+    await sso.deps.bus.publish('credential.updated', event(id, { secretChanged: true, actorSessionId: sidOf(actor.access_token) }));
+    const refused = await refreshUntilRefused(String(other.refresh_token));
     expect(refused.status).toBe(400);
     expect(refused.body.error).toBe('invalid_grant');
+    expect(await recordedEventually({ kind: 'session', id: sidOf(other.access_token) })).toBeDefined();
+    expect((await sso.token({ grant_type: 'refresh_token', refresh_token: String(actor.refresh_token) })).status).toBe(200);
+    expect((await recorded()).some((entry) => entry.id === sidOf(actor.access_token))).toBe(false);
   });
 
-  it('revokes them when a credential is revoked', async () => {
-    const { id } = sso.double.addIdentity({ email: 'revoked@example.com', password: PASSWORD });
-    const token = await signIn('revoked@example.com');
-    await sso.deps.bus.publish('credential.revoked', event(id, { activated: false }));
+  it('ends every session of the identity when someone else changed its password', async () => {
+    const { id } = sso.double.addIdentity({ email: 'reset@example.com', password: PASSWORD });
+    const token = await signIn('reset@example.com');
+    await sso.deps.bus.publish('credential.updated', event(id, { secretChanged: true, actorSessionId: randomUUID() }));
     expect((await refreshUntilRefused(token)).status).toBe(400);
   });
 
-  it('leaves them alone when a credential changes without a new secret', async () => {
+  it('ends the sessions signed in with a credential when it is revoked, and announces each one', async () => {
+    const { id } = sso.double.addIdentity({ email: 'revoked@example.com', password: PASSWORD });
+    const session = await signInFully('revoked@example.com');
+    await sso.deps.bus.publish('credential.revoked', event(id, { activated: false }));
+    expect((await refreshUntilRefused(String(session.refresh_token))).status).toBe(400);
+    const entry = await recordedEventually({ kind: 'session', id: sidOf(session.access_token) });
+    // The entry lives as long as an access token can: its TTL (900 s) plus the clock tolerance (30 s).
+    expect(entry?.expiresAt).toBeGreaterThan(Date.now() / 1000 + 900);
+    expect(entry?.expiresAt).toBeLessThanOrEqual(Date.now() / 1000 + 931);
+  });
+
+  it('ends them when a credential is deactivated', async () => {
+    const { id } = sso.double.addIdentity({ email: 'paused@example.com', password: PASSWORD });
+    const token = await signIn('paused@example.com');
+    await sso.deps.bus.publish('credential.updated', event(id, { activated: false }));
+    expect((await refreshUntilRefused(token)).status).toBe(400);
+  });
+
+  it('cuts an API key off by client_id when it is deactivated or deleted', async () => {
+    const { id } = sso.double.addIdentity({ email: 'robot@example.com' });
+    const credentialId = randomUUID();
+    const occurredAt = new Date();
+    await sso.deps.bus.publish('credential.revoked', event(id, { credentialId, provider: 'API_KEY', type: 'API_KEY', occurredAt: occurredAt.toISOString() }));
+    const entry = await recordedEventually({ kind: 'client', id: credentialId });
+    expect(entry?.issuedBefore).toBe(Math.floor(occurredAt.getTime() / 1000) + 1);
+  });
+
+  it('cuts a deactivated identity off and revokes its refresh tokens', async () => {
+    const { id } = sso.double.addIdentity({ email: 'deactivated@example.com', password: PASSWORD });
+    const token = await signIn('deactivated@example.com');
+    const occurredAt = new Date();
+    await sso.deps.bus.publish('identity.updated', { identityId: id, email: 'deactivated@example.com', name: 'd', roles: [], activated: false, occurredAt: occurredAt.toISOString() });
+    expect((await refreshUntilRefused(token)).status).toBe(400);
+    expect((await recordedEventually({ kind: 'subject', id }))?.issuedBefore).toBe(Math.floor(occurredAt.getTime() / 1000) + 1);
+  });
+
+  it('leaves them alone when a credential changes without a new secret, or an identity stays active', async () => {
     const { id } = sso.double.addIdentity({ email: 'renamed@example.com', password: PASSWORD });
     const token = await signIn('renamed@example.com');
     const other = sso.double.addIdentity({ email: 'marker@example.com', password: PASSWORD });
     const marker = await signIn('marker@example.com');
     await sso.deps.bus.publish('credential.updated', event(id, { secretChanged: false }));
-    // Events are handled in order: once the marker's revocation is visible, the first event was handled too.
+    await sso.deps.bus.publish('identity.updated', { identityId: id, email: 'renamed@example.com', name: 'r', roles: [], activated: true, occurredAt: new Date().toISOString() });
+    await sso.deps.bus.publish('credential.revoked', event(id, { credentialId: randomUUID() }));
+    // Events are handled in order: once the marker's revocation is visible, the others were handled too.
     await sso.deps.bus.publish('credential.revoked', event(other.id, {}));
     await refreshUntilRefused(marker);
     expect((await sso.token({ grant_type: 'refresh_token', refresh_token: token })).status).toBe(200);
+    expect((await recorded()).some((entry) => entry.id === id)).toBe(false);
   });
 });

@@ -37,8 +37,20 @@ describe.each(testModes())('token endpoint (%s)', (mode) => {
         iat: expect.any(Number),
         exp: (claims.iat as number) + 900,
         jti: expect.any(String),
+        sid: expect.stringMatching(/^[0-9a-f-]{36}$/),
         roles: [],
       });
+    });
+
+    it('keeps the sign-in (sid) across refreshes, and gives each sign-in its own', async () => {
+      const signIn = () => sso.token({ grant_type: 'password', username: 'ada@example.com', password: PASSWORD });
+      const keys = await jwks();
+      const first = (await signIn()).body;
+      const refreshed = (await sso.token({ grant_type: 'refresh_token', refresh_token: String(first.refresh_token) })).body;
+      const other = (await signIn()).body;
+      const sid = verifyIndependently(String(first.access_token), keys).sid;
+      expect(verifyIndependently(String(refreshed.access_token), keys).sid).toBe(sid);
+      expect(verifyIndependently(String(other.access_token), keys).sid).not.toBe(sid);
     });
 
     it('accepts a JSON body too, and carries the identity roles', async () => {
@@ -187,12 +199,19 @@ describe.each(testModes())('token endpoint (%s)', (mode) => {
   });
 
   describe('client_credentials grant', () => {
-    it('turns an API key sent as client_secret into a system token without a refresh token', async () => {
-      const { apiKey } = sso.double.addApiKey(userId);
+    it('turns an API key sent as client_secret into a token with exactly its identity\'s roles and its client_id, without a refresh token', async () => {
+      const { apiKey, credentialId } = sso.double.addApiKey(userId);
       const response = await sso.token({ grant_type: 'client_credentials', client_secret: apiKey });
       expect(response.status).toBe(200);
       expect(Object.keys(response.body).sort()).toEqual(['access_token', 'expires_in', 'token_type']);
-      expect(verifyIndependently(String(response.body.access_token), await jwks())).toMatchObject({ sub: userId, roles: ['system'] });
+      const claims = verifyIndependently(String(response.body.access_token), await jwks());
+      expect(claims).toMatchObject({ sub: userId, roles: [], client_id: credentialId, sid: expect.any(String) });
+    });
+
+    it('never adds a role: an admin\'s API key carries admin, and no ambient system role', async () => {
+      const { apiKey } = sso.double.addApiKey(adminId);
+      const response = await sso.token({ grant_type: 'client_credentials', client_secret: apiKey });
+      expect(verifyIndependently(String(response.body.access_token), await jwks()).roles).toEqual(['admin']);
     });
 
     it('accepts HTTP Basic with the credential id as client_id (RFC 6749 §2.3.1)', async () => {

@@ -4,6 +4,7 @@ import { createRemoteJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import { LRUCache } from 'lru-cache';
 import { jwksUrlOf, type PlatformConfig } from '../config.js';
 import { AppError, isDependencyUnavailable } from '../http/errors.js';
+import type { RevocationSet } from './revocations.js';
 
 /** The authenticated caller of a request. */
 export interface Principal {
@@ -45,8 +46,21 @@ export const ACCESS_TOKEN_ALGORITHMS = ['ES256'];
 /** A real access token is well under 2 KB; anything far larger is rejected before parsing. */
 const MAX_TOKEN_LENGTH = 8_192;
 
+/** The protection space named in every `WWW-Authenticate` challenge (RFC 6750 §3). */
+export const AUTH_REALM = 'api-platform';
+
+/** A bearer token was sent and is not trusted (RFC 6750 §3.1 `invalid_token`). */
 export const invalidToken = () =>
-  new AppError('PLATFORM_AUTH_INVALID_TOKEN', 401, 'error.invalidToken', {}, { 'www-authenticate': 'Bearer error="invalid_token"' });
+  new AppError('PLATFORM_AUTH_INVALID_TOKEN', 401, 'error.invalidToken', {}, {
+    'www-authenticate': `Bearer realm="${AUTH_REALM}", error="invalid_token"`,
+  });
+
+/**
+ * No bearer token was sent (no Authorization header, or another scheme): RFC 6750 §3.1 says
+ * the challenge then carries no error code, as the client may not know authentication is needed.
+ */
+export const missingToken = () =>
+  new AppError('PLATFORM_AUTH_INVALID_TOKEN', 401, 'error.invalidToken', {}, { 'www-authenticate': `Bearer realm="${AUTH_REALM}"` });
 
 export const forbidden = () => new AppError('PLATFORM_AUTH_FORBIDDEN', 403, 'error.forbidden');
 
@@ -83,6 +97,8 @@ export function createTokenVerifier(options: TokenVerifierOptions, keys?: JWTVer
           requiredClaims: ['exp', 'iat', 'sub', 'jti'],
         });
         const claims = accessTokenClaimsSchema.parse(payload);
+        // jose checks `iat` against the clock only with maxTokenAge: a token from the future is forged or from a broken clock.
+        if (claims.iat > Date.now() / 1000 + (options.clockToleranceSeconds ?? 30)) throw invalidToken();
         return { id: claims.sub, roles: claims.roles, claims };
       } catch (error) {
         // Keys that cannot be read now (sso's key table with the database down, its JWKS
@@ -98,20 +114,32 @@ export function createTokenVerifier(options: TokenVerifierOptions, keys?: JWTVer
  * Remembers tokens `verifier` accepted until their `exp` (never longer), so a hot path pays
  * for one signature check per token instead of one per request. Bounded: the least recently
  * used entry goes first. Rejections are not remembered: forged tokens would fill the cache.
- * Access tokens cannot be revoked before `exp`, so caching them to `exp` changes nothing a
- * verifier would answer, except that a token is never accepted past its `exp` here, even
- * within the clock tolerance.
+ * Every answer, cached or not, is then checked against `revocations` (when given): a revoked
+ * token is refused from the moment the set knows, whatever the cache holds. A token is never
+ * accepted past its `exp` here, even within the clock tolerance.
  */
-export function cachingTokenVerifier(verifier: TokenVerifier, options: { maxEntries: number }): TokenVerifier {
-  if (options.maxEntries === 0) return verifier;
+export function cachingTokenVerifier(verifier: TokenVerifier, options: { maxEntries: number; revocations?: RevocationSet }): TokenVerifier {
+  const { revocations } = options;
+  if (options.maxEntries === 0) {
+    if (!revocations) return verifier;
+    return {
+      verify: async (token) => {
+        const principal = await verifier.verify(token);
+        if (revocations.isRevoked(principal.claims)) throw invalidToken();
+        return principal;
+      },
+    };
+  }
   const verified = new LRUCache<string, Principal>({ max: options.maxEntries });
   return {
     verify: async (token) => {
-      const cached = verified.get(token);
-      if (cached) return cached;
-      const principal = await verifier.verify(token);
-      const ttlMs = principal.claims.exp * 1000 - Date.now();
-      if (ttlMs > 0) verified.set(token, principal, { ttl: ttlMs });
+      let principal = verified.get(token);
+      if (!principal) {
+        principal = await verifier.verify(token);
+        const ttlMs = principal.claims.exp * 1000 - Date.now();
+        if (ttlMs > 0) verified.set(token, principal, { ttl: ttlMs });
+      }
+      if (revocations?.isRevoked(principal.claims)) throw invalidToken();
       return principal;
     },
   };
@@ -129,11 +157,16 @@ export function bearerToken(request: FastifyRequest): string | undefined {
 /**
  * The verifier a deployment uses, one per process, at the edge and in every service: sso's
  * keys, and verified tokens remembered until their `exp` (VERIFIED_TOKEN_CACHE_MAX), so a hot
- * path pays for one signature check per token. Where sso runs in the same process, `localKeys`
+ * path pays for one signature check per token, then checked against the process's revocations
+ * (see revocations.ts). Where sso runs in the same process, `localKeys`
  * hands over its key table and no JWKS is ever fetched; elsewhere sso's JWKS is fetched (on
  * first use, then per its cache and cooldown).
  */
-export function accessTokenVerifier(config: PlatformConfig, localKeys?: () => JWTVerifyGetKey | undefined): TokenVerifier {
+export function accessTokenVerifier(
+  config: PlatformConfig,
+  localKeys?: () => JWTVerifyGetKey | undefined,
+  revocations?: RevocationSet,
+): TokenVerifier {
   const options = tokenVerifierOptions(config);
   let remote: JWTVerifyGetKey | undefined;
   const keys: JWTVerifyGetKey = (header, token) => {
@@ -142,7 +175,7 @@ export function accessTokenVerifier(config: PlatformConfig, localKeys?: () => JW
     remote ??= remoteKeySet(options);
     return remote(header, token);
   };
-  return cachingTokenVerifier(createTokenVerifier(options, keys), { maxEntries: config.VERIFIED_TOKEN_CACHE_MAX });
+  return cachingTokenVerifier(createTokenVerifier(options, keys), { maxEntries: config.VERIFIED_TOKEN_CACHE_MAX, revocations });
 }
 
 /** The nil UUID: the subject of in-process calls between services, which no identity has. */

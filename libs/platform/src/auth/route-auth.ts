@@ -1,7 +1,7 @@
 import { isPublicRequest } from '@app/contracts';
 import type { FastifyRequest } from 'fastify';
 import type { App } from '../http/app.js';
-import { bearerToken, forbidden, invalidToken, type Principal, type TokenVerifier } from './auth.js';
+import { bearerToken, forbidden, invalidToken, missingToken, type Principal, type TokenVerifier } from './auth.js';
 
 /**
  * Who may call a route, declared once in its options (`config: { auth: ... }`) and enforced
@@ -46,7 +46,7 @@ export function registerRouteAuth(app: App, options: RouteAuthOptions): void {
     const edgeWantsToken = edge && request.method !== 'OPTIONS' && !isPublicRequest(request.method, request.url);
     if (!edgeWantsToken && (policy === 'public' || (policy === 'optional' && request.headers.authorization === undefined))) return;
     const token = bearerToken(request);
-    if (!token) throw invalidToken();
+    if (!token) throw /^\s*Bearer(\s|$)/i.test(request.headers.authorization ?? '') ? invalidToken() : missingToken();
     const principal = await verifier.verify(token);
     request.principal = principal;
     if (typeof policy === 'object' && !policy.roles.some((role) => principal.roles.includes(role))) throw forbidden();

@@ -14,13 +14,16 @@ export interface Subscription {
   unsubscribe(): Promise<void>;
 }
 
-export interface SubscribeOptions {
-  /**
-   * Subscribers sharing a group share the work: each event goes to one of them. With NATS the
-   * group is a durable JetStream consumer, so events published while it was away still arrive.
-   */
-  group: string;
-}
+/**
+ * Either a work-sharing group or a broadcast:
+ * - `group`: subscribers sharing a group share the work: each event goes to one of them. With
+ *   NATS the group is a durable JetStream consumer, so events published while it was away
+ *   still arrive; a failing handler gets the event again.
+ * - `broadcast`: every broadcast subscriber of every process gets every event, at most once,
+ *   while it is connected (NATS: a core subscription; nothing is stored for it). A subscriber
+ *   that must not miss anything re-reads its source of truth from `onReconnect`.
+ */
+export type SubscribeOptions = { group: string; broadcast?: never } | { broadcast: true; group?: never };
 
 /**
  * The event bus port: NATS JetStream when `NATS_URL` is set, in-process otherwise. Delivery
@@ -32,6 +35,11 @@ export interface Bus {
   publish(subject: string, data: unknown, options?: { id?: string }): Promise<void>;
   /** `pattern` uses NATS wildcards: `*` is one token, `>` the rest (`credential.>`). */
   subscribe(pattern: string, handler: BusHandler, options: SubscribeOptions): Promise<Subscription>;
+  /**
+   * Calls `listener` each time the connection to the broker comes back after a loss, once
+   * broadcast subscriptions are live again (never, in process). Returns a function that removes it.
+   */
+  onReconnect(listener: () => void): () => void;
   /** Rejects when the broker cannot be reached. */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -10,7 +10,7 @@ interface Group {
 
 /**
  * The in-process bus of the all-in-one default. Same contract as NATS: asynchronous,
- * at-least-once delivery with retries, one delivery per group.
+ * at-least-once delivery with retries, one delivery per group; broadcast subscribers each get every event.
  */
 export function createLocalBus(options: { logger: Logger }): Bus {
   const groups = new Map<string, Group>();
@@ -46,7 +46,8 @@ export function createLocalBus(options: { logger: Logger }): Bus {
       }
     },
     subscribe: async (pattern, handler, subscribeOptions) => {
-      const key = `${subscribeOptions.group}\u0000${pattern}`;
+      // A broadcast subscriber is a group of its own: it gets every event.
+      const key = subscribeOptions.broadcast ? `\u0000broadcast\u0000${randomUUID()}` : `${subscribeOptions.group}\u0000${pattern}`;
       const group = groups.get(key) ?? { pattern, handlers: [], next: 0 };
       group.handlers.push(handler);
       groups.set(key, group);
@@ -57,6 +58,8 @@ export function createLocalBus(options: { logger: Logger }): Bus {
         },
       };
     },
+    // Nothing in process ever disconnects.
+    onReconnect: () => () => undefined,
     ping: async () => {
       if (closed) throw new Error('the bus is closed');
     },

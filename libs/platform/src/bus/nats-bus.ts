@@ -18,19 +18,25 @@ export interface NatsBusOptions {
 
 /** Events are kept this long so a consumer that was down for a while still gets them. */
 const RETENTION_NS = 7 * 24 * 60 * 60 * 1e9;
+/** Longest wait for a graceful drain on close before the connection is simply closed. */
+const CLOSE_TIMEOUT_MS = 2_000;
 /** Window in which a re-published event id is recognized as a duplicate. */
 const DUPLICATE_WINDOW_NS = 2 * 60 * 1e9;
 
 /**
- * Logs the connection's outages once each, and its end. The client reconnects by itself for
+ * Logs the connection's outages once each, and its end, and tells `reconnected` when the
+ * connection is back. The client reconnects by itself for
  * ever (`maxReconnectAttempts: -1`); while it is away, publishes fail after their timeout
  * (the outbox keeps the events) and consumers resume on their own.
  */
-function watchConnection(nc: NatsConnection, logger: Logger): void {
+function watchConnection(nc: NatsConnection, logger: Logger, reconnected: () => void): void {
   void (async () => {
     for await (const status of nc.status()) {
       if (status.type === 'disconnect') logger.warn({ server: status.server }, 'nats disconnected; reconnecting');
-      else if (status.type === 'reconnect') logger.info({ server: status.server }, 'nats connection restored');
+      else if (status.type === 'reconnect') {
+        logger.info({ server: status.server }, 'nats connection restored');
+        reconnected();
+      }
       else if (status.type === 'error') logger.warn({ err: status.error }, 'nats connection error');
     }
   })().catch((error: unknown) => logger.warn({ err: error }, 'nats status stream ended'));
@@ -56,7 +62,11 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
     reconnectTimeWait: 1_000,
     timeout: 3_000,
   });
-  watchConnection(nc, options.logger);
+  const reconnectListeners = new Set<() => void>();
+  // The client has re-sent its core subscriptions with the reconnect: broadcasts flow again.
+  watchConnection(nc, options.logger, () => {
+    for (const listener of reconnectListeners) listener();
+  });
   const jsm = await jetstreamManager(nc);
   const config = {
     name: stream,
@@ -82,6 +92,29 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
       await js.publish(`${prefix}.${subject}`, JSON.stringify(data), { msgID: publishOptions?.id ?? randomUUID() });
     },
     subscribe: async (pattern, handler, subscribeOptions) => {
+      if (subscribeOptions.broadcast) {
+        // JetStream stores what is published on its subjects, and core NATS still fans every
+        // message out to plain subscribers: each process hears it, nothing is kept for it.
+        const subscription = nc.subscribe(`${prefix}.${pattern}`, {
+          callback: (error, message) => {
+            if (error) return;
+            let data: unknown;
+            try {
+              data = message.json();
+            } catch {
+              options.logger.warn({ subject: message.subject }, 'ignoring a broadcast event that is not JSON');
+              return;
+            }
+            const event = { subject: message.subject.slice(prefix.length + 1), id: message.headers?.get('Nats-Msg-Id') || randomUUID(), data, attempt: 1 };
+            handler(event).catch((failure: unknown) => options.logger.warn({ err: failure, subject: event.subject }, 'broadcast event handler failed'));
+          },
+        });
+        return {
+          unsubscribe: async () => {
+            subscription.unsubscribe();
+          },
+        };
+      }
       const durable = `${subscribeOptions.group}-${pattern}`.replace(/[^\w-]/g, '_');
       await jsm.consumers
         .add(stream, {
@@ -154,6 +187,10 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
         },
       };
     },
+    onReconnect: (listener) => {
+      reconnectListeners.add(listener);
+      return () => reconnectListeners.delete(listener);
+    },
     ping: async () => {
       await nc.flush();
     },
@@ -161,7 +198,13 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
       closing = true;
       await Promise.all([...running].map((messages) => messages.close()));
       if (options.deleteStreamOnClose) await jsm.streams.delete(stream).catch(() => undefined);
-      await nc.drain();
+      // Draining needs the server: with NATS unreachable it would wait for a reconnection forever.
+      const drained = nc.drain().then(
+        () => true,
+        () => false,
+      );
+      const timer = new Promise<boolean>((resolve) => setTimeout(() => resolve(false), CLOSE_TIMEOUT_MS).unref());
+      if (!(await Promise.race([drained, timer]))) await nc.close().catch(() => undefined);
     },
   };
 }

@@ -14,6 +14,14 @@ export interface Cache {
    * seconds until the window resets. The building block of rate limits.
    */
   hit(key: string, windowSeconds: number): Promise<{ count: number; resetSeconds: number }>;
+  /**
+   * Adds `member` to the set at `key` until `expiresAt` (epoch seconds); members past their
+   * expiry are dropped, and the set goes with its last member. For small registries that
+   * every process reads whole (sso's revocations), never for per-request data.
+   */
+  addExpiring(key: string, member: string, expiresAt: number): Promise<void>;
+  /** The members of the set at `key` that have not expired, in no particular order. */
+  liveMembers(key: string): Promise<string[]>;
   /** Answers the server's version (`memory` for the in-process cache); rejects when unreachable. */
   ping(): Promise<{ version: string }>;
   close(): Promise<void>;

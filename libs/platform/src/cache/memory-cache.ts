@@ -17,6 +17,16 @@ export function createMemoryCache(options: MemoryCacheOptions): Cache {
     entries.set(key, String(value), { noUpdateTTL: true });
     return value;
   };
+  /** Expiring sets: member -> expiry (epoch ms). Few and small (see Cache.addExpiring). */
+  const sets = new Map<string, Map<string, number>>();
+  const liveSet = (key: string) => {
+    const set = sets.get(key);
+    if (!set) return undefined;
+    const now = Date.now();
+    for (const [member, expiresAt] of set) if (expiresAt <= now) set.delete(member);
+    if (set.size === 0) sets.delete(key);
+    return set.size > 0 ? set : undefined;
+  };
   return {
     kind: 'memory',
     get: async (key) => entries.get(key) ?? null,
@@ -35,8 +45,16 @@ export function createMemoryCache(options: MemoryCacheOptions): Cache {
       windows.set(key, window);
       return { count: window.count, resetSeconds: Math.max(1, Math.ceil((window.resetAt - now) / 1000)) };
     },
+    addExpiring: async (key, member, expiresAt) => {
+      const set = liveSet(key) ?? new Map<string, number>();
+      set.set(member, Math.max(set.get(member) ?? 0, expiresAt * 1000));
+      if (set.get(member)! > Date.now()) sets.set(key, set);
+      liveSet(key);
+    },
+    liveMembers: async (key) => [...(liveSet(key)?.keys() ?? [])],
     ping: async () => ({ version: 'memory' }),
     close: async () => {
+      sets.clear();
       entries.clear();
       windows.clear();
     },

@@ -16,6 +16,15 @@ local count = redis.call('INCR', KEYS[1])
 if count == 1 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
 return { count, redis.call('TTL', KEYS[1]) }`;
 
+/** A sorted set scored by expiry: add (GT keeps the later expiry; Redis 6.2+), drop the expired, let the key live as long as its last member. */
+const ADD_EXPIRING_SCRIPT = `
+local now = tonumber(ARGV[3])
+redis.call('ZADD', KEYS[1], 'GT', ARGV[1], ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+if last[2] then redis.call('EXPIREAT', KEYS[1], math.ceil(tonumber(last[2]))) end
+return 1`;
+
 /**
  * Redis through ioredis, tuned to fail fast: no offline queue (a command while disconnected
  * fails at once), one retry per command, a short command timeout, and reconnection with a
@@ -67,6 +76,10 @@ export async function createRedisCache(options: RedisCacheOptions): Promise<Cach
       const [count, ttl] = (await redis.eval(HIT_SCRIPT, 1, key, windowSeconds)) as [number, number];
       return { count, resetSeconds: Math.max(1, ttl) };
     },
+    addExpiring: async (key, member, expiresAt) => {
+      await redis.eval(ADD_EXPIRING_SCRIPT, 1, key, expiresAt, member, Math.floor(Date.now() / 1000));
+    },
+    liveMembers: (key) => redis.zrangebyscore(key, `(${Math.floor(Date.now() / 1000)}`, '+inf'),
     ping: async () => {
       await redis.ping();
       if (version === undefined) {

@@ -1,5 +1,6 @@
 import { SERVICE_NAMES, SERVICES, UpstreamError, type ServiceClients, type ServiceName, type ServiceReadiness } from '@app/contracts';
 import { accessTokenVerifier, type TokenVerifier } from '../auth/auth.js';
+import { createRevocationSet, startRevocationFeed, type RevocationFeed, type RevocationSet } from '../auth/revocations.js';
 import { startOutboxRelay } from '../bus/outbox.js';
 import type { PlatformConfig } from '../config.js';
 import { createHttpClients, type HttpClients } from '../clients/http-clients.js';
@@ -17,6 +18,13 @@ import type { Provided, Service, ServiceContext } from './define-service.js';
  */
 export interface ServiceHub {
   verifier: TokenVerifier;
+  /** The revocations the verifier refuses, one set per process. */
+  revocations: RevocationSet;
+  /**
+   * Keeps `revocations` current from `deps`' cache and bus (seeded before it resolves); the
+   * first call starts it, later calls reuse it, `close` stops it.
+   */
+  followRevocations(deps: Pick<Dependencies, 'cache' | 'bus' | 'logger'>): Promise<void>;
   clients: ServiceClients;
   provide(provided: Provided): void;
   /** Registers a service of this process, whose readiness is then answered in-process. */
@@ -26,6 +34,8 @@ export interface ServiceHub {
 
 export function createServiceHub(config: PlatformConfig): ServiceHub {
   const provided: Provided = {};
+  const revocations = createRevocationSet();
+  let feed: Promise<RevocationFeed> | undefined;
   const local = new Map<ServiceName, () => Promise<ServiceReadiness>>();
   let http: HttpClients | undefined;
   const remote = () =>
@@ -53,11 +63,19 @@ export function createServiceHub(config: PlatformConfig): ServiceHub {
     readiness: (name) => local.get(name)?.() ?? remote().readiness(name),
   };
   return {
-    verifier: accessTokenVerifier(config, () => provided.verificationKeys),
+    verifier: accessTokenVerifier(config, () => provided.verificationKeys, revocations),
+    revocations,
+    followRevocations: async (deps) => {
+      feed ??= startRevocationFeed({ set: revocations, cache: deps.cache, bus: deps.bus, logger: deps.logger });
+      await feed;
+    },
     clients,
     provide: (more) => Object.assign(provided, more),
     addLocal: (name, readiness) => local.set(name, readiness),
-    close: async () => http?.close(),
+    close: async () => {
+      await (await feed?.catch(() => undefined))?.stop();
+      await http?.close();
+    },
   };
 }
 
@@ -81,6 +99,7 @@ export async function mountService(
   if (service.migrations) {
     await migrate(deps.database, { schema: service.name, directory: service.migrations, logger: deps.logger });
   }
+  await hub.followRevocations(deps);
   const relay = service.outbox ? startOutboxRelay({ database: deps.database, bus: deps.bus, schema: service.name, logger: deps.logger }) : undefined;
   if (relay) app.addHook('onClose', () => relay.stop());
   const checks = checksOf(service, deps);

@@ -61,13 +61,14 @@ const toRecord = (row: CredentialRow): CredentialRecord => ({
   lastUsedAt: row.lastUsedAt?.toISOString() ?? null,
 });
 
-const eventOf = (row: CredentialRow, extra: { secretChanged?: boolean; occurredAt?: Date } = {}): CredentialEvent => ({
+const eventOf = (row: CredentialRow, extra: { secretChanged?: boolean; occurredAt?: Date; actorSessionId?: string } = {}): CredentialEvent => ({
   credentialId: row.id,
   identityId: row.identityId,
   provider: row.provider as CredentialProvider,
   type: row.type,
   activated: row.activated,
   ...(extra.secretChanged !== undefined ? { secretChanged: extra.secretChanged } : {}),
+  ...(extra.actorSessionId !== undefined ? { actorSessionId: extra.actorSessionId } : {}),
   occurredAt: (extra.occurredAt ?? row.updatedAt).toISOString(),
 });
 
@@ -168,6 +169,8 @@ export function createCredentialService(deps: CredentialServiceDeps) {
         throw error;
       }
       const secretChanged = input.secret !== undefined;
+      // The owner's own session survives its password change; every other one ends (sso).
+      const actorSessionId = principal.id === existing.identityId ? principal.claims.sid : undefined;
       const write = await secretFields(provider, input.secret);
       try {
         const row = await repository.update(
@@ -177,7 +180,7 @@ export function createCredentialService(deps: CredentialServiceDeps) {
             ...(input.activated !== undefined ? { activated: input.activated } : {}),
             ...write,
           },
-          (updated) => ({ subject: 'credential.updated', payload: eventOf(updated, { secretChanged }) }),
+          (updated) => ({ subject: 'credential.updated', payload: eventOf(updated, { secretChanged, actorSessionId }) }),
         );
         if (!row) throw credentialNotFound(id);
         deps.eventsCommitted();
@@ -216,7 +219,7 @@ export function createCredentialService(deps: CredentialServiceDeps) {
       // The costs in config rose since this hash was made: upgrade it while we hold the password.
       const rehashed = hasher.needsRehash(credential.secretHash) ? await hasher.hash(request.password) : undefined;
       await repository.markUsed(credential.id, rehashed === undefined ? undefined : { secretHash: rehashed });
-      return { valid: true, identityId: identity.id };
+      return { valid: true, identityId: identity.id, credentialId: credential.id };
     },
 
     /**

@@ -1,34 +1,45 @@
 import { credentialEventSchema } from '@app/contracts';
 import type { Bus, Logger, Subscription } from '@app/platform';
+import type { Revoker } from '../tokens/revocations.js';
+import { UUID } from '../tokens/service.js';
 
 /** Durable consumer group: every sso replica shares it, so each event is handled once. */
 export const SSO_EVENT_GROUP = 'sso';
 
+/** The first whole second after `occurredAt`: tokens issued (`iat`) before it predate the change. */
+export const secondAfter = (occurredAt: string) => Math.floor(Date.parse(occurredAt) / 1000) + 1;
+
 /**
- * Refresh tokens must not outlive the credential they came from: a new password, a
- * deactivated credential or a revoked one ends every refresh token of the identity.
+ * Tokens must not outlive the credential they came from:
+ * - a credential deactivated or deleted ends the sign-ins made with it (LOCAL: its sessions;
+ *   API_KEY: every token granted to it, by `client_id`);
+ * - a new password ends every other session of the identity (the one that changed it, named
+ *   by `actorSessionId`, stays); a new API key secret ends the tokens granted with the old one.
  * Revoking is idempotent, so redelivered events are harmless.
  */
-export async function subscribeToCredentialEvents(options: {
-  bus: Bus;
-  logger: Logger;
-  revokeIdentity: (identityId: string) => Promise<number>;
-}): Promise<Subscription> {
+export async function subscribeToCredentialEvents(options: { bus: Bus; logger: Logger; revoker: Revoker }): Promise<Subscription> {
+  const { revoker, logger } = options;
   return options.bus.subscribe(
     'credential.>',
     async (message) => {
       const parsed = credentialEventSchema.safeParse(message.data);
       if (!parsed.success) {
-        options.logger.warn({ subject: message.subject, id: message.id }, 'ignoring a credential event that does not match its schema');
+        logger.warn({ subject: message.subject, id: message.id }, 'ignoring a credential event that does not match its schema');
         return;
       }
       const event = parsed.data;
-      const ends =
-        message.subject === 'credential.revoked' ||
-        (message.subject === 'credential.updated' && (event.secretChanged === true || !event.activated));
-      if (!ends) return;
-      const revoked = await options.revokeIdentity(event.identityId);
-      options.logger.info({ identityId: event.identityId, subject: message.subject, revoked }, 'refresh tokens revoked');
+      const gone = message.subject === 'credential.revoked' || (message.subject === 'credential.updated' && !event.activated);
+      const secretChanged = message.subject === 'credential.updated' && event.secretChanged === true;
+      if (!gone && !secretChanged) return;
+      if (event.provider === 'API_KEY') {
+        await revoker.cutOffClient(event.credentialId, secondAfter(event.occurredAt));
+      } else if (gone) {
+        await revoker.endSessions({ credentialId: event.credentialId });
+      } else {
+        const actor = event.actorSessionId && UUID.test(event.actorSessionId) ? event.actorSessionId : undefined;
+        await revoker.endSessions({ identityId: event.identityId, exceptFamilyId: actor });
+      }
+      logger.info({ credentialId: event.credentialId, subject: message.subject }, 'sessions of a credential revoked');
     },
     { group: SSO_EVENT_GROUP },
   );

@@ -1,13 +1,26 @@
-import type { PrismaClient } from '../generated/prisma/client.js';
+import { enqueueEvent } from '@app/platform';
+import { Prisma, type PrismaClient } from '../generated/prisma/client.js';
+
+/** sso's Postgres schema, where its outbox lives. */
+const SSO_SCHEMA = 'sso';
 
 export interface ClaimedRefreshToken {
   id: string;
   familyId: string;
   identityId: string;
+  credentialId: string | null;
 }
 
+/** Which refresh tokens a revocation ends. */
+export type RevokedSessions =
+  | { familyId: string }
+  /** Every sign-in of an identity, but the one that asked (its own password change). */
+  | { identityId: string; exceptFamilyId?: string }
+  /** Every sign-in made with a credential. */
+  | { credentialId: string };
+
 export interface RefreshTokenRepository {
-  insert(token: { id: string; tokenHash: string; familyId: string; identityId: string; expiresAt: Date }): Promise<void>;
+  insert(token: { id: string; tokenHash: string; familyId: string; identityId: string; credentialId: string | null; expiresAt: Date }): Promise<void>;
   /**
    * Marks a live token used and returns it, in one statement: of two concurrent claims of one
    * token exactly one gets a row (the other's UPDATE re-checks `used_at` after the first commits).
@@ -17,8 +30,20 @@ export interface RefreshTokenRepository {
   spentFamily(tokenHash: string): Promise<string | undefined>;
   /** The family of a token by its hash, whatever its state. */
   familyOf(tokenHash: string): Promise<string | undefined>;
-  revokeFamily(familyId: string, now: Date): Promise<number>;
-  revokeIdentity(identityId: string, now: Date): Promise<number>;
+  /**
+   * Revokes the refresh tokens `which` names and, in the same transaction, writes the events
+   * `announce` makes of the families that had a token issued since `issuedSince` (those whose
+   * access tokens may still be live) into sso's outbox. Answers how many tokens it revoked.
+   */
+  revoke(which: RevokedSessions, now: Date, issuedSince: Date, announce: (familyIds: string[]) => OutboxEvent[]): Promise<number>;
+  /** Writes events into sso's outbox (committed together). */
+  publish(events: OutboxEvent[]): Promise<void>;
+}
+
+/** An event for sso's outbox. */
+export interface OutboxEvent {
+  subject: string;
+  payload: unknown;
 }
 
 export function createRefreshTokenRepository(prisma: PrismaClient): RefreshTokenRepository {
@@ -27,19 +52,37 @@ export function createRefreshTokenRepository(prisma: PrismaClient): RefreshToken
       await prisma.refreshToken.create({ data: token });
     },
     claim: async (tokenHash, now) => {
-      const rows = await prisma.$queryRaw<{ id: string; family_id: string; identity_id: string }[]>`
+      const rows = await prisma.$queryRaw<{ id: string; family_id: string; identity_id: string; credential_id: string | null }[]>`
         UPDATE "sso"."refresh_token" SET "used_at" = ${now}
         WHERE "token_hash" = ${tokenHash} AND "used_at" IS NULL AND "revoked_at" IS NULL AND "expires_at" > ${now}
-        RETURNING "id", "family_id", "identity_id"`;
+        RETURNING "id", "family_id", "identity_id", "credential_id"`;
       const row = rows[0];
-      return row ? { id: row.id, familyId: row.family_id, identityId: row.identity_id } : undefined;
+      return row ? { id: row.id, familyId: row.family_id, identityId: row.identity_id, credentialId: row.credential_id } : undefined;
     },
     spentFamily: async (tokenHash) =>
       (await prisma.refreshToken.findFirst({ where: { tokenHash, usedAt: { not: null } }, select: { familyId: true } }))?.familyId,
     familyOf: async (tokenHash) => (await prisma.refreshToken.findUnique({ where: { tokenHash }, select: { familyId: true } }))?.familyId,
-    revokeFamily: async (familyId, now) =>
-      (await prisma.refreshToken.updateMany({ where: { familyId, revokedAt: null }, data: { revokedAt: now } })).count,
-    revokeIdentity: async (identityId, now) =>
-      (await prisma.refreshToken.updateMany({ where: { identityId, revokedAt: null }, data: { revokedAt: now } })).count,
+    revoke: (which, now, issuedSince, announce) =>
+      prisma.$transaction(async (tx) => {
+        const where =
+          'familyId' in which
+            ? Prisma.sql`"family_id" = ${which.familyId}::uuid`
+            : 'credentialId' in which
+              ? Prisma.sql`"credential_id" = ${which.credentialId}::uuid`
+              : which.exceptFamilyId
+                ? Prisma.sql`"identity_id" = ${which.identityId}::uuid AND "family_id" <> ${which.exceptFamilyId}::uuid`
+                : Prisma.sql`"identity_id" = ${which.identityId}::uuid`;
+        const rows = await tx.$queryRaw<{ family_id: string; created_at: Date }[]>`
+          UPDATE "sso"."refresh_token" SET "revoked_at" = ${now}
+          WHERE ${where} AND "revoked_at" IS NULL
+          RETURNING "family_id", "created_at"`;
+        const live = [...new Set(rows.filter((row) => row.created_at >= issuedSince).map((row) => row.family_id))];
+        for (const event of announce(live)) await enqueueEvent(tx, SSO_SCHEMA, event.subject, event.payload);
+        return rows.length;
+      }),
+    publish: (events) =>
+      prisma.$transaction(async (tx) => {
+        for (const event of events) await enqueueEvent(tx, SSO_SCHEMA, event.subject, event.payload);
+      }),
   };
 }

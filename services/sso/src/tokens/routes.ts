@@ -87,7 +87,8 @@ export async function tokenRoutes(app: App, options: { tokens: TokenService; tru
           'RFC 6749 token endpoint, form-encoded or JSON. `password`: username (email) and password. ' +
           '`refresh_token`: a refresh token, single use, rotated. `client_credentials`: an API key as ' +
           '`client_secret` in the body, or with HTTP Basic (`client_id` the credential or identity id, ' +
-          'form-urlencoded, then base64), giving a token with role `system`. Errors follow RFC 6749 §5.2.',
+          'form-urlencoded, then base64), giving a token with exactly its identity\'s roles and `client_id` ' +
+          'the credential id. Errors follow RFC 6749 §5.2.',
         consumes,
         body: tokenRequestSchema,
         response: { 200: tokenResponseSchema, ...errors },
@@ -111,11 +112,11 @@ export async function tokenRoutes(app: App, options: { tokens: TokenService; tru
       attachValidation: true,
       schema: {
         tags: ['SSO'],
-        summary: 'Revoke a refresh token (RFC 7009)',
+        summary: 'Revoke a sign-in by its refresh or access token (RFC 7009)',
         description:
-          'Revokes the refresh token and every token rotated from the same sign-in. Answers 200 for ' +
-          'unknown or already revoked tokens too, as RFC 7009 requires. Access tokens are short-lived ' +
-          'and expire on their own.',
+          'Ends the sign-in the token belongs to: every refresh token rotated from it and every access ' +
+          'token carrying its `sid`, refused everywhere within a second. Answers 200 for unknown, expired ' +
+          'or already revoked tokens too, as RFC 7009 requires.',
         consumes,
         body: revokeRequestSchema,
         response: { 200: z.object({}).describe('Empty'), 400: oauthErrorSchema },

@@ -1,6 +1,6 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { UpstreamError, type CredentialsClient, type IdentityClient } from '@app/contracts';
-import type { Logger } from '@app/platform';
+import type { Logger, TokenVerifier } from '@app/platform';
 import {
   invalidClient,
   invalidCredentials,
@@ -11,6 +11,7 @@ import {
   upstreamUnavailable,
 } from './errors.js';
 import type { RefreshTokenRepository } from './repository.js';
+import type { Revoker } from './revocations.js';
 import {
   clientCredentialsGrantSchema,
   passwordGrantSchema,
@@ -31,6 +32,9 @@ const NO_IDENTITY = '00000000-0000-0000-0000-000000000000';
 /** 256 random bits: a refresh token cannot be guessed, so one SHA-256 (no salt, no stretching) is a safe lookup key. */
 const REFRESH_TOKEN_BYTES = 32;
 
+/** Every `sid` sso issues is a UUID (a family id, or one grant's). */
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 export const hashRefreshToken = (token: string) => createHash('sha256').update(token).digest('hex');
 
 /** The HTTP-level facts a grant needs besides its parameters. */
@@ -42,14 +46,18 @@ export interface GrantContext {
 
 export interface TokenService {
   grant(body: Record<string, unknown>, context: GrantContext): Promise<TokenResponse>;
-  /** RFC 7009: revokes the refresh token's family; unknown tokens are not an error. */
+  /**
+   * RFC 7009: ends the sign-in a refresh or access token belongs to (its refresh tokens and
+   * its access tokens); unknown, expired or already revoked tokens are not an error.
+   */
   revoke(token: string): Promise<void>;
-  /** Revokes every refresh token of an identity (its password changed, a credential was revoked). */
-  revokeIdentity(identityId: string): Promise<number>;
 }
 
 export interface TokenServiceOptions {
   repository: RefreshTokenRepository;
+  revoker: Revoker;
+  /** Verifies access tokens handed to the revocation endpoint (sso's keys, this process's revocations). */
+  verifier: TokenVerifier;
   signer: TokenSigner;
   identities: IdentityClient;
   credentials: CredentialsClient;
@@ -67,7 +75,7 @@ function parse<T>(schema: { safeParse(value: unknown): { success: true; data: T 
 }
 
 export function createTokenService(options: TokenServiceOptions): TokenService {
-  const { repository, signer, identities, credentials, throttle, logger } = options;
+  const { repository, revoker, verifier, signer, identities, credentials, throttle, logger } = options;
 
   /** Upstream failures say nothing about the caller's credentials: 503, never invalid_grant. */
   const upstreamCall = async <T>(fn: () => Promise<T>): Promise<T> => {
@@ -82,21 +90,28 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
     }
   };
 
-  const issueRefreshToken = async (identityId: string, familyId: string) => {
+  /** A sign-in: the refresh-token family, whose id is every access token's `sid`, and the credential it used. */
+  interface Session {
+    familyId: string;
+    credentialId: string | null;
+  }
+
+  const issueRefreshToken = async (identityId: string, session: Session) => {
     const token = randomBytes(REFRESH_TOKEN_BYTES).toString('base64url');
     await repository.insert({
       id: randomUUID(),
       tokenHash: hashRefreshToken(token),
-      familyId,
+      familyId: session.familyId,
       identityId,
+      credentialId: session.credentialId,
       expiresAt: new Date(Date.now() + options.refreshTokenTtlSeconds * 1000),
     });
     return token;
   };
 
-  const tokensFor = async (identityId: string, roles: string[], familyId: string): Promise<TokenResponse> => {
-    const access = await signer.sign(identityId, roles);
-    const refreshToken = await issueRefreshToken(identityId, familyId);
+  const tokensFor = async (identityId: string, roles: string[], session: Session): Promise<TokenResponse> => {
+    const access = await signer.sign(identityId, roles, { sid: session.familyId });
+    const refreshToken = await issueRefreshToken(identityId, session);
     return { access_token: access.token, token_type: 'Bearer', expires_in: access.expiresIn, refresh_token: refreshToken };
   };
 
@@ -113,7 +128,7 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
     }
     if (!identity.activated) throw invalidCredentials();
     await throttle.recordSuccess(context.clientAddress, grant.username);
-    return tokensFor(identity.id, identity.roles, randomUUID());
+    return tokensFor(identity.id, identity.roles, { familyId: randomUUID(), credentialId: verdict.credentialId ?? null });
   };
 
   const refreshGrant = async (grant: RefreshGrant) => {
@@ -123,19 +138,19 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
       const spent = await repository.spentFamily(hash);
       if (spent) {
         // A spent token came back: it was stolen, or its owner's copy was. Either way, every
-        // token descending from that sign-in is now untrusted.
-        const revoked = await repository.revokeFamily(spent, new Date());
+        // token descending from that sign-in, access tokens included, is now untrusted.
+        const revoked = await revoker.endSessions({ familyId: spent }, [spent]);
         logger.warn({ familyId: spent, revoked }, 'refresh token reused; its family is revoked');
       }
       throw invalidRefreshToken();
     }
     const identity = await upstreamCall(() => identities.lookup({ id: claimed.identityId }));
     if (!identity || !identity.activated) {
-      await repository.revokeFamily(claimed.familyId, new Date());
+      await revoker.endSessions({ familyId: claimed.familyId }, [claimed.familyId]);
       throw invalidRefreshToken();
     }
     // Roles come from identity now, not from the sign-in: a revoked admin role ends at the next refresh.
-    return tokensFor(identity.id, identity.roles, claimed.familyId);
+    return tokensFor(identity.id, identity.roles, { familyId: claimed.familyId, credentialId: claimed.credentialId });
   };
 
   /** RFC 6749 §2.3.1: HTTP Basic or `client_secret` in the body, never both. */
@@ -150,11 +165,12 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
     if (retryAfter !== undefined) throw tooManyAttempts(retryAfter);
     const verdict = await upstreamCall(() => credentials.verifyApiKey(secret));
     const matchesClientId = !clientId || clientId === verdict.credentialId || clientId === verdict.identityId;
-    if (!verdict.valid || !verdict.identityId || !matchesClientId) {
+    if (!verdict.valid || !verdict.identityId || !verdict.credentialId || !matchesClientId) {
       await throttle.recordFailure(context.clientAddress);
       throw invalidClient();
     }
-    const access = await signer.sign(verdict.identityId, ['system']);
+    // Exactly the identity's roles: an API key never grants more than its identity holds.
+    const access = await signer.sign(verdict.identityId, verdict.roles ?? [], { sid: randomUUID(), clientId: verdict.credentialId });
     return { access_token: access.token, token_type: 'Bearer', expires_in: access.expiresIn };
   };
 
@@ -176,9 +192,16 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
 
     revoke: async (token) => {
       const familyId = await repository.familyOf(hashRefreshToken(token));
-      if (familyId) await repository.revokeFamily(familyId, new Date());
+      if (familyId) {
+        await revoker.endSessions({ familyId }, [familyId]);
+        return;
+      }
+      // Not a refresh token: an access token of ours ends its sign-in; anything else is nothing to revoke.
+      const sid = await verifier.verify(token).then(
+        (principal) => principal.claims.sid,
+        () => undefined,
+      );
+      if (sid && UUID.test(sid)) await revoker.endSessions({ familyId: sid }, [sid]);
     },
-
-    revokeIdentity: (identityId) => repository.revokeIdentity(identityId, new Date()),
   };
 }

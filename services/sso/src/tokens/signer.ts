@@ -8,17 +8,26 @@ export interface SignedToken {
   expiresIn: number;
 }
 
+export interface SignOptions {
+  /** The sign-in (`sid`): the refresh-token family, or one client_credentials grant. Revoked as one. */
+  sid: string;
+  /** client_credentials: the API_KEY credential the token is granted to. */
+  clientId?: string;
+  /** Lifetime; default: the configured access-token TTL. */
+  ttlSeconds?: number;
+}
+
 export interface TokenSigner {
-  /** Signs an access token for `sub` with `roles`, valid `ttlSeconds` (default: the configured TTL). */
-  sign(sub: string, roles: string[], ttlSeconds?: number): Promise<SignedToken>;
+  /** Signs an access token for `sub` with exactly `roles`. */
+  sign(sub: string, roles: string[], options: SignOptions): Promise<SignedToken>;
 }
 
 export function createTokenSigner(options: { keys: KeyService; issuer: string; audience: string; accessTokenTtlSeconds: number }): TokenSigner {
   return {
-    sign: async (sub, roles, ttlSeconds = options.accessTokenTtlSeconds) => {
+    sign: async (sub, roles, { sid, clientId, ttlSeconds = options.accessTokenTtlSeconds }) => {
       const { kid, key } = await options.keys.signingKey();
       const now = Math.floor(Date.now() / 1000);
-      const token = await new SignJWT({ roles })
+      const token = await new SignJWT({ sid, ...(clientId ? { client_id: clientId } : {}), roles })
         .setProtectedHeader({ alg: SIGNING_ALGORITHM, kid, typ: 'JWT' })
         .setIssuer(options.issuer)
         .setAudience(options.audience)
@@ -46,7 +55,7 @@ export function createSystemTokens(signer: TokenSigner): () => Promise<string> {
   return async () => {
     if (current && Date.now() < current.renewAt) return current.token;
     pending ??= signer
-      .sign(SSO_SYSTEM_SUBJECT, ['system'], SYSTEM_TOKEN_TTL_SECONDS)
+      .sign(SSO_SYSTEM_SUBJECT, ['system'], { sid: randomUUID(), ttlSeconds: SYSTEM_TOKEN_TTL_SECONDS })
       .then(({ token }) => {
         current = { token, renewAt: Date.now() + (SYSTEM_TOKEN_TTL_SECONDS - SYSTEM_TOKEN_RENEW_SECONDS) * 1000 };
         return token;
