@@ -1,6 +1,7 @@
 import { credentialsService } from '@app/credentials';
 import { crudService } from '@app/crud-service';
-import { PLATFORM_DESCRIPTION, PLATFORM_TITLE, registerDocs } from '@app/gateway';
+// The docs only: the gateway's proxy (and undici under it) is never loaded in the all-in-one.
+import { PLATFORM_DESCRIPTION, PLATFORM_TITLE, registerDocs } from '@app/gateway/docs';
 import { healthService } from '@app/health';
 import { identityService } from '@app/identity';
 import { ssoService } from '@app/sso';

@@ -4,7 +4,7 @@ import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from '@jest/globals';
-import { DataDirectoryInUseError, openPGlite } from '@app/platform';
+import { DataDirectoryInUseError, openPGlite, pgliteTemplateDir } from '@app/platform';
 import { silentLogger } from '@app/testing';
 
 describe('embedded database (PGlite)', () => {
@@ -18,6 +18,20 @@ describe('embedded database (PGlite)', () => {
     expect(await second.version()).toMatch(/^PostgreSQL \d+/);
     await second.close();
   }, 60_000);
+
+  it('makes a new data directory from the version\'s template, not a fresh initdb', async () => {
+    const open = async () => {
+      const database = await openPGlite({ dataDir: join(await mkdtemp(join(tmpdir(), 'pglite-')), 'db'), logger: silentLogger() });
+      const [row] = await database.query<{ id: string }>('select system_identifier::text as id from pg_control_system()');
+      await database.close();
+      return row?.id;
+    };
+    const first = await open();
+    // initdb gives every cluster its own identifier; copies of one template share it.
+    expect(await open()).toBe(first);
+    expect(existsSync(join(pgliteTemplateDir(), 'PG_VERSION'))).toBe(true);
+    expect(pgliteTemplateDir()).toMatch(/node_modules\/\.cache\/pglite\/\d+\.\d+\.\d+$/);
+  }, 120_000);
 
   it('refuses a data directory another live process owns, naming it', async () => {
     const dataDir = join(await mkdtemp(join(tmpdir(), 'pglite-')), 'db');

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import type { ConsumerMessages, JsMsg } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from '../logger.js';
 import { MAX_DELIVERIES, redeliveryDelayMs, type Bus } from './bus.js';
 
@@ -53,6 +53,11 @@ function watchConnection(nc: NatsConnection, logger: Logger, reconnected: () => 
  * pull consumer with explicit acks, so nothing published is lost while a consumer is away.
  */
 export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
+  // Loaded on first use: the embedded default never pays for the client.
+  const [{ AckPolicy, DeliverPolicy, jetstream, jetstreamManager }, { connect }] = await Promise.all([
+    import('@nats-io/jetstream'),
+    import('@nats-io/transport-node'),
+  ]);
   const stream = options.stream ?? 'EVENTS';
   const prefix = stream.toLowerCase();
   const nc = await connect({

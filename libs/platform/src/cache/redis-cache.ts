@@ -1,4 +1,3 @@
-import { Redis } from 'ioredis';
 import type { Logger } from '../logger.js';
 import type { Cache } from './cache.js';
 
@@ -31,6 +30,8 @@ return 1`;
  * backoff capped at two seconds so the cache comes back by itself after an outage.
  */
 export async function createRedisCache(options: RedisCacheOptions): Promise<Cache> {
+  // Loaded on first use: the embedded default never pays for the driver.
+  const { Redis } = await import('ioredis');
   const redis = new Redis(options.url, {
     keyPrefix: options.keyPrefix,
     connectTimeout: 2_000,

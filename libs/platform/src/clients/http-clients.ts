@@ -11,8 +11,12 @@ import {
   type ReadinessClient,
   type ServiceName,
 } from '@app/contracts';
-import { Agent, request } from 'undici';
+import { createRequire } from 'node:module';
+import type * as Undici from 'undici';
 import { z } from 'zod';
+
+/** undici is loaded on first use: the all-in-one, whose peers are in-process, never pays for it. */
+const load = createRequire(import.meta.url);
 
 /** A hung peer must not hold the request that needs it longer than this. */
 const CLIENT_TIMEOUT_MS = 5_000;
@@ -47,6 +51,7 @@ export interface HttpClients {
 
 /** The typed clients of split mode: each call one HTTP request on a kept-alive connection. */
 export function createHttpClients(options: HttpClientsOptions): HttpClients {
+  const { Agent, request } = load('undici') as typeof Undici;
   const timeoutMs = options.timeoutMs ?? CLIENT_TIMEOUT_MS;
   const dispatcher = new Agent({ connections: CONNECTIONS_PER_PEER, headersTimeout: timeoutMs, bodyTimeout: timeoutMs, keepAliveTimeout: 10_000 });
 

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
-import { PrismaPg } from '@prisma/adapter-pg';
-import pg from 'pg';
+import { createRequire } from 'node:module';
+import type { PrismaPg } from '@prisma/adapter-pg';
+import type pg from 'pg';
 import type { Logger } from '../logger.js';
 import type { Database, SqlSession } from './database.js';
 
@@ -27,6 +28,14 @@ export const QUERY_TIMEOUT_MS = 3_000;
 /** Migration scripts and waits for an advisory lock, which another replica may hold for a while. */
 const LONG_QUERY_TIMEOUT_MS = 10 * 60_000;
 
+/**
+ * The drivers are loaded on first use (synchronously: openPostgres is), so a process on the
+ * embedded database never pays for them.
+ */
+const load = createRequire(import.meta.url);
+let pgDriver: typeof pg | undefined;
+const driver = () => (pgDriver ??= load('pg') as typeof pg);
+
 /** Type oids whose node-postgres parsing differs from PGlite's (see `SqlSession.query`). */
 const DATE = 1082;
 const DATE_ARRAY = 1182;
@@ -44,8 +53,8 @@ const rowTypes = {
   getTypeParser: (oid: number, format?: 'text' | 'binary') => {
     if (oid === DATE || oid === INTERVAL) return (value: string) => value;
     // pg-types' TypeId lists scalar oids only; it parses text[] all the same.
-    if (oid === DATE_ARRAY || oid === INTERVAL_ARRAY) return pg.types.getTypeParser(TEXT_ARRAY as never);
-    return pg.types.getTypeParser(oid, format);
+    if (oid === DATE_ARRAY || oid === INTERVAL_ARRAY) return driver().types.getTypeParser(TEXT_ARRAY as never);
+    return driver().types.getTypeParser(oid, format);
   },
 } as pg.CustomTypesConfig;
 
@@ -108,7 +117,7 @@ function lockId(key: string): string {
 }
 
 export function openPostgres(options: PostgresOptions): Database {
-  const pool = new pg.Pool({
+  const pool = new (driver().Pool)({
     connectionString: options.url,
     max: options.poolMax,
     connectionTimeoutMillis: options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS,
@@ -179,7 +188,10 @@ export function openPostgres(options: PostgresOptions): Database {
       const [row] = await pool.query<{ version: string }>('select version()').then((r) => r.rows);
       return row?.version ?? 'unknown';
     },
-    prismaAdapter: () => new PrismaPg(pool),
+    prismaAdapter: () => {
+      const { PrismaPg: Adapter } = load('@prisma/adapter-pg') as { PrismaPg: typeof PrismaPg };
+      return new Adapter(pool);
+    },
     // pg's Pool rejects a second end(); shutdown paths may well close twice.
     close: () => (closing ??= pool.end()),
   };
