@@ -5,6 +5,7 @@ export * from './runtime.js';
 export * from './http/app.js';
 export * from './http/errors.js';
 export * from './http/i18n.js';
+export * from './http/input-guards.js';
 export * from './http/list.js';
 export * from './db/database.js';
 export * from './db/migrator.js';
