@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { testModes } from '@app/testing';
+import { rawBody, rawHeader, rawRequest, testModes } from '@app/testing';
 import { startSsoPlatform, TOPOLOGIES, type SsoPlatform } from '../sso/harness.js';
-import { rawBody, rawHeader, rawRequest } from './raw-http.js';
 
 /**
  * Hostile input at the edge and in the services behind it (issue 11, item 5): every request

@@ -8,6 +8,7 @@ export * from './http/i18n.js';
 export * from './http/input-guards.js';
 export * from './http/list.js';
 export * from './db/database.js';
+export * from './db/invalid-text.js';
 export * from './db/migrator.js';
 export * from './db/pglite.js';
 export * from './db/postgres.js';

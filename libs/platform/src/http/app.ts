@@ -57,7 +57,13 @@ export async function createApp(options: AppOptions): Promise<App> {
     requestIdHeader: false,
     logController: requestLogController(),
     bodyLimit: limits.bodyLimit,
-    http: { maxHeaderSize: limits.maxHeaderSize },
+    http: {
+      maxHeaderSize: limits.maxHeaderSize,
+      // Node enforces the request timeout only while the headers timeout is no longer, and
+      // checks both every connectionsCheckingInterval (30 s by default, far too coarse).
+      headersTimeout: Math.min(60_000, limits.requestTimeoutMs),
+      connectionsCheckingInterval: Math.min(1_000, limits.requestTimeoutMs),
+    },
     requestTimeout: limits.requestTimeoutMs,
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',

@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { $ZodIssue } from 'zod/v4/core';
+import { isInvalidTextError } from '../db/invalid-text.js';
 import { localizeIssue, negotiateLocale, translate, type Locale, type MessageParams } from './i18n.js';
 import './messages.js';
 
@@ -141,6 +142,9 @@ export function handleError(error: FastifyError | Error, request: FastifyRequest
   if (known) return sendProblem(request, reply, known(fastifyError, request));
   if (error instanceof SyntaxError && fastifyError.statusCode === 400) {
     return sendProblem(request, reply, { status: 400, code: 'PLATFORM_INVALID_JSON', messageKey: 'error.invalidJson' });
+  }
+  if (isInvalidTextError(error)) {
+    return sendProblem(request, reply, { status: 400, code: 'PLATFORM_FORBIDDEN_CHARACTER', messageKey: 'error.invalidText' });
   }
   const status = fastifyError.statusCode ?? 500;
   if (status >= 400 && status < 500) {

@@ -69,18 +69,30 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
  * without recursion, so no input can exhaust the stack (JSON depth is bounded before, too).
  */
 export function forbiddenCharacterPaths(value: unknown): PropertyKey[][] {
+  // Each entry points at its parent, so a path is built only for what is reported.
+  interface Entry {
+    value: unknown;
+    key?: PropertyKey;
+    parent?: Entry;
+  }
+  const pathOf = (entry: Entry | undefined, last?: PropertyKey): PropertyKey[] => {
+    const path: PropertyKey[] = last === undefined ? [] : [last];
+    for (let at = entry; at?.key !== undefined; at = at.parent) path.push(at.key);
+    return path.reverse();
+  };
   const found: PropertyKey[][] = [];
-  const stack: { value: unknown; path: PropertyKey[] }[] = [{ value, path: [] }];
+  const stack: Entry[] = [{ value }];
   while (stack.length > 0 && found.length < MAX_REPORTED) {
-    const { value: current, path } = stack.pop()!;
+    const entry = stack.pop()!;
+    const current = entry.value;
     if (typeof current === 'string') {
-      if (hasForbiddenCharacter(current)) found.push(path);
+      if (hasForbiddenCharacter(current)) found.push(pathOf(entry));
     } else if (Array.isArray(current)) {
-      for (let index = current.length - 1; index >= 0; index--) stack.push({ value: current[index], path: [...path, index] });
+      for (let index = current.length - 1; index >= 0; index--) stack.push({ value: current[index], key: index, parent: entry });
     } else if (isPlainObject(current)) {
       for (const [key, child] of Object.entries(current)) {
-        if (hasForbiddenCharacter(key)) found.push([...path, key.replace(FORBIDDEN_CHARACTER, '\uFFFD')]);
-        else stack.push({ value: child, path: [...path, key] });
+        if (hasForbiddenCharacter(key)) found.push(pathOf(entry, key.replace(FORBIDDEN_CHARACTER, '\uFFFD')));
+        else stack.push({ value: child, key, parent: entry });
       }
     }
   }

@@ -61,10 +61,21 @@ export function rawRequest(url: string, request: string | Buffer, options: RawOp
   });
 }
 
-/** The JSON body of a raw reply's (last) response. */
+/** The JSON body of a raw reply's (last) response, de-chunked when it came chunked. */
 export function rawBody(reply: RawReply): Record<string, unknown> {
-  const start = reply.text.lastIndexOf('\r\n\r\n');
-  const body = reply.text.slice(start + 4);
+  const start = reply.text.lastIndexOf('\r\n\r\n', reply.text.endsWith('\r\n\r\n') ? reply.text.length - 5 : undefined);
+  let body = reply.text.slice(start + 4);
+  if (/^transfer-encoding: *chunked/im.test(reply.text.slice(0, start))) {
+    let decoded = '';
+    for (let at = 0; at < body.length; ) {
+      const lineEnd = body.indexOf('\r\n', at);
+      const size = parseInt(body.slice(at, lineEnd), 16);
+      if (!size) break;
+      decoded += body.slice(lineEnd + 2, lineEnd + 2 + size);
+      at = lineEnd + 2 + size + 2;
+    }
+    body = decoded;
+  }
   try {
     return JSON.parse(Buffer.from(body, 'latin1').toString('utf8')) as Record<string, unknown>;
   } catch {
