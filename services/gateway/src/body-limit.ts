@@ -13,7 +13,7 @@ const SMALLER_LIMITS: { path: RegExp; limit: number }[] = [{ path: /^\/api\/v1\/
 export function bodyLimitFor(url: string, bodyLimit: number): number {
   const query = url.indexOf('?');
   const path = query === -1 ? url : url.slice(0, query);
-  return SMALLER_LIMITS.find((route) => route.path.test(path))?.limit ?? bodyLimit;
+  return Math.min(bodyLimit, SMALLER_LIMITS.find((route) => route.path.test(path))?.limit ?? bodyLimit);
 }
 
 /** 413 and the connection closed: what follows on it is the rest of a body nobody reads. */
