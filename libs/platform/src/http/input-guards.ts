@@ -49,6 +49,7 @@ export function httpLimitsOf(config: {
  * U+0000 (which Postgres refuses in text, and C code reads as the end of a string) and
  * unpaired UTF-16 surrogates (which no UTF-8 encoder can write faithfully): never valid input.
  */
+// eslint-disable-next-line no-control-regex -- matching U+0000 is the point
 const FORBIDDEN_CHARACTER = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** Whether a string holds a character no field of this platform accepts. */
