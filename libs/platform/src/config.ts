@@ -167,6 +167,14 @@ const configShape = z.object({
 
   /** Largest request body a service accepts (bytes). */
   BODY_LIMIT: positiveInt('a size in bytes').default(1_048_576),
+  /** Longest request target (path and query) accepted; longer ones get 414 (nginx and Apache stop near 8 KiB). */
+  MAX_URL_LENGTH: positiveInt('a length in characters').default(8_192),
+  /** Largest request line plus headers Node's parser accepts (bytes); more gets 431 (414 when the URL alone is). */
+  MAX_HEADER_SIZE: positiveInt('a size in bytes').default(16_384),
+  /** Deepest nesting of arrays and objects a JSON body may have; deeper gets 400 before it is parsed. */
+  JSON_MAX_DEPTH: positiveInt('a number of levels').default(64),
+  /** How long a client may take to send a whole request (headers and body); slower gets 408 and is closed. */
+  REQUEST_TIMEOUT_MS: positiveInt('a duration in milliseconds').default(30_000),
   /** How long the gateway waits for an upstream before answering 503. */
   UPSTREAM_TIMEOUT_MS: positiveInt('a duration in milliseconds').default(10_000),
   /** How long a draining process waits for in-flight requests before it exits anyway. */
@@ -234,6 +242,10 @@ export const SHARED_CONFIG: readonly ConfigKey[] = [
   'VERIFIED_TOKEN_CACHE_MAX',
   'TRUST_PROXY',
   'BODY_LIMIT',
+  'MAX_URL_LENGTH',
+  'MAX_HEADER_SIZE',
+  'JSON_MAX_DEPTH',
+  'REQUEST_TIMEOUT_MS',
   'SHUTDOWN_TIMEOUT_MS',
   'ALL_IN_ONE',
 ];

@@ -296,3 +296,4 @@ export async function readJson(response: Response): Promise<Json> {
 export * from './directory-double.js';
 export * from './independent-jws.js';
 export * from './fault-proxy.js';
+export * from './raw-http.js';

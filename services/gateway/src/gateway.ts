@@ -10,13 +10,14 @@ import {
   declareAuth,
   healthRoutes,
   RELEASE_VERSION,
-  sendProblem,
+  httpLimitsOf,
   type App,
   type ConfigKey,
   type Logger,
   type PlatformConfig,
   type TokenVerifier,
 } from '@app/platform';
+import { registerBodyLimit } from './body-limit.js';
 import { PLATFORM_DESCRIPTION, PLATFORM_TITLE, registerDocs } from './docs.js';
 import { registerProxies } from './proxy.js';
 import { routingTable } from './routing.js';
@@ -56,6 +57,7 @@ export async function buildGateway(config: PlatformConfig, logger: Logger, optio
     version: RELEASE_VERSION,
     logger,
     bodyLimit: config.BODY_LIMIT,
+    limits: httpLimitsOf(config),
     description: PLATFORM_DESCRIPTION,
     auth: { verifier: options.verifier ?? accessTokenVerifier(config, undefined, revocations), edge: true },
   });
@@ -65,19 +67,7 @@ export async function buildGateway(config: PlatformConfig, logger: Logger, optio
   });
   // The gateway holds no state: it is ready whenever it can answer.
   await healthRoutes(app, { service: 'gateway', version: RELEASE_VERSION, checks: {} });
-  // Proxied bodies stream through unparsed, so the edge enforces the declared size itself.
-  app.addHook('onRequest', async (request, reply) => {
-    const length = Number(request.headers['content-length'] ?? 0);
-    if (length > config.BODY_LIMIT) {
-      reply.header('connection', 'close');
-      return sendProblem(request, reply, {
-        status: 413,
-        code: 'PLATFORM_BODY_TOO_LARGE',
-        messageKey: 'error.bodyTooLarge',
-        params: { limit: config.BODY_LIMIT },
-      });
-    }
-  });
+  registerBodyLimit(app, config.BODY_LIMIT);
   const routes = routingTable(config);
   // Each service checks its own routes' auth; the edge check above already ran for these.
   await app.register(async (scope) => {
@@ -86,6 +76,8 @@ export async function buildGateway(config: PlatformConfig, logger: Logger, optio
     scope.addHook('onRoute', (route) => {
       route.schema = { ...route.schema, hide: true };
     });
+    // The proxies bring their own pass-through parser for JSON in place of the platform's.
+    scope.removeContentTypeParser('application/json');
     await registerProxies(scope as App, { routes, timeoutMs: config.UPSTREAM_TIMEOUT_MS });
   });
   await registerDocs(app, { upstreams: routes });

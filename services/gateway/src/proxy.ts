@@ -23,6 +23,8 @@ function causeCode(error: unknown): string | undefined {
 function upstreamError(route: Route) {
   return (proxied: unknown, { error }: { error: Error & { statusCode?: number } }) => {
     const reply = proxied as FastifyReply;
+    // The edge already answered (a chunked body over the limit) and cut the upstream call short.
+    if (reply.sent) return;
     const code = causeCode(error);
     const timedOut = error.statusCode === 504 || code === 'UND_ERR_HEADERS_TIMEOUT';
     const unreachable = code !== undefined && UNREACHABLE.has(code);
@@ -35,6 +37,20 @@ function upstreamError(route: Route) {
       params: { service: route.service },
     });
   };
+}
+
+/**
+ * Hop-by-hop headers (RFC 9110 §7.6.1) describe one connection, never the next one: the
+ * gateway's own connection handling decides them. `expect` too: Node has already answered
+ * `100 Continue` to the client, and undici refuses to send it upstream (a 502 otherwise).
+ */
+const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'expect'];
+
+function withoutHopByHop<Headers extends Record<string, unknown>>(headers: Headers): Headers {
+  const listed = typeof headers.connection === 'string' ? headers.connection.toLowerCase().split(',').map((name) => name.trim()) : [];
+  const kept = { ...headers };
+  for (const name of [...HOP_BY_HOP, ...listed]) delete kept[name];
+  return kept;
 }
 
 export interface ProxyOptions {
@@ -55,11 +71,14 @@ export async function registerProxies(app: App, options: ProxyOptions): Promise<
       undici: { connections: 128, pipelining: 1, headersTimeout: options.timeoutMs, bodyTimeout: options.timeoutMs },
       replyOptions: {
         rewriteRequestHeaders: (request, headers) => ({
-          ...headers,
+          ...withoutHopByHop(headers),
           'x-request-id': String(request.id),
           'x-forwarded-for': [headers['x-forwarded-for'], request.ip].filter(Boolean).join(', '),
           'x-forwarded-proto': request.protocol,
         }),
+        // Without this an upstream's `connection: keep-alive` would override a client's
+        // `Connection: close` (or HTTP/1.0) and hold its socket until the keep-alive timeout.
+        rewriteHeaders: (headers) => withoutHopByHop(headers),
         onError: upstreamError(route),
       },
     });

@@ -1,12 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
 import swagger from '@fastify/swagger';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Logger } from '../logger.js';
-import { handleError, PROBLEM_CONTENT_TYPE, sendProblem } from './errors.js';
-import { translate } from './i18n.js';
+import { handleError, sendProblem } from './errors.js';
+import { clientErrorResponder, DEFAULT_HTTP_LIMITS, registerInputGuards, type HttpLimits } from './input-guards.js';
 import { registerRequestLog, requestLogController } from './request-log.js';
 import { validatorCompiler } from './validation.js';
 import { invalidToken } from '../auth/auth.js';
@@ -22,6 +21,8 @@ export interface AppOptions {
   logger: Logger;
   /** Largest request body accepted, in bytes. */
   bodyLimit: number;
+  /** The other limits on a request (URL, headers, JSON depth, time); DEFAULT_HTTP_LIMITS when absent. */
+  limits?: Partial<Omit<HttpLimits, 'bodyLimit'>>;
   description?: string;
   /** Title of its OpenAPI document; the name by default. */
   title?: string;
@@ -44,49 +45,33 @@ function requestIdFor(request: IncomingMessage): string {
 }
 
 /**
- * Answers errors Node's HTTP parser raises before Fastify sees a request (oversized headers,
- * malformed request lines) with problem+json instead of a bare connection reset.
- */
-function answerClientError(error: Error & { code?: string }, socket: Socket): void {
-  if (!socket.writable) {
-    socket.destroy();
-    return;
-  }
-  const tooLarge = error.code === 'HPE_HEADER_OVERFLOW';
-  const status = tooLarge ? 431 : 400;
-  const body = JSON.stringify({
-    type: `urn:problem:${tooLarge ? 'platform-headers-too-large' : 'platform-bad-request'}`,
-    title: translate('en', `status.${status}`),
-    status,
-    detail: translate('en', tooLarge ? 'error.headersTooLarge' : 'error.badRequest'),
-    instance: '/',
-    code: tooLarge ? 'PLATFORM_HEADERS_TOO_LARGE' : 'PLATFORM_BAD_REQUEST',
-    requestId: randomUUID(),
-  });
-  socket.end(
-    `HTTP/1.1 ${status} ${translate('en', `status.${status}`)}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\n` +
-      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-  );
-}
-
-/**
  * The Fastify instance every service is built on: zod validation with localized
  * problem+json errors, request ids, hardened body parsing, and an OpenAPI 3.1 document.
  */
 export async function createApp(options: AppOptions): Promise<App> {
+  const given = Object.entries(options.limits ?? {}).filter(([, value]) => value !== undefined);
+  const limits: HttpLimits = { ...DEFAULT_HTTP_LIMITS, ...Object.fromEntries(given), bodyLimit: options.bodyLimit };
   const app = Fastify({
     loggerInstance: options.logger.child({ service: options.name }),
     genReqId: requestIdFor,
     requestIdHeader: false,
     logController: requestLogController(),
-    bodyLimit: options.bodyLimit,
+    bodyLimit: limits.bodyLimit,
+    http: {
+      maxHeaderSize: limits.maxHeaderSize,
+      // Node enforces the request timeout only while the headers timeout is no longer, and
+      // checks both every connectionsCheckingInterval (30 s by default, far too coarse).
+      headersTimeout: Math.min(60_000, limits.requestTimeoutMs),
+      connectionsCheckingInterval: Math.min(1_000, limits.requestTimeoutMs),
+    },
+    requestTimeout: limits.requestTimeoutMs,
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
     frameworkErrors: (error, request, reply) => handleError(error, request, reply),
-    clientErrorHandler: answerClientError,
+    clientErrorHandler: clientErrorResponder(limits),
   }).withTypeProvider<ZodTypeProvider>();
 
   app.addHook('onRequest', async (request, reply) => {
@@ -94,6 +79,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   });
   registerRequestLog(app);
   const typed = app as unknown as App;
+  registerInputGuards(typed, limits);
   // Early, so it runs before every other hook and applies to every route declared after it.
   registerRouteAuth(typed, options.auth ?? { verifier: { verify: () => Promise.reject(invalidToken()) }, edge: false });
   app.setValidatorCompiler(validatorCompiler);

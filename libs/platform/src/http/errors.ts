@@ -2,6 +2,7 @@ import { UpstreamError } from '@app/contracts';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { $ZodIssue } from 'zod/v4/core';
+import { isInvalidTextError } from '../db/invalid-text.js';
 import { localizeIssue, negotiateLocale, translate, type Locale, type MessageParams } from './i18n.js';
 import './messages.js';
 
@@ -197,6 +198,9 @@ export function handleError(error: FastifyError | Error, request: FastifyRequest
   if (known) return sendProblem(request, reply, known(fastifyError, request));
   if (error instanceof SyntaxError && fastifyError.statusCode === 400) {
     return sendProblem(request, reply, { status: 400, code: 'PLATFORM_INVALID_JSON', messageKey: 'error.invalidJson' });
+  }
+  if (isInvalidTextError(error)) {
+    return sendProblem(request, reply, { status: 400, code: 'PLATFORM_FORBIDDEN_CHARACTER', messageKey: 'error.invalidText' });
   }
   if (isDependencyUnavailable(error)) {
     // Not logged here either: the request's log line carries the cause.

@@ -8,6 +8,7 @@ import { migrate } from '../db/migrator.js';
 import { cacheCheck, databaseCheck, type DependencyCheck } from '../health/checks.js';
 import { healthRoutes, readinessOf } from '../health/health-routes.js';
 import { createApp, type App } from '../http/app.js';
+import { httpLimitsOf } from '../http/input-guards.js';
 import { RELEASE_VERSION } from '../release.js';
 import type { Dependencies } from '../runtime.js';
 import type { Provided, Service, ServiceContext } from './define-service.js';
@@ -131,6 +132,7 @@ export async function buildServiceApp(service: Service, deps: Dependencies, opti
     version: RELEASE_VERSION,
     logger: deps.logger,
     bodyLimit: deps.config.BODY_LIMIT,
+    limits: httpLimitsOf(deps.config),
     description: service.description,
     auth: { verifier: hub.verifier, edge: false },
   });
@@ -159,6 +161,7 @@ export async function buildPlatformApp(services: readonly Service[], deps: Depen
     version: RELEASE_VERSION,
     logger: deps.logger,
     bodyLimit: deps.config.BODY_LIMIT,
+    limits: httpLimitsOf(deps.config),
     description: options.description,
     auth: { verifier: hub.verifier, edge: true },
   });

@@ -11,7 +11,7 @@ export const TOKEN_PATH = '/api/v1/sso/token';
 export const REVOKE_PATH = '/api/v1/sso/revoke';
 
 const FORM = 'application/x-www-form-urlencoded';
-/** Token requests are a few short parameters; a larger form is not one. */
+/** Token and revoke requests are a few short parameters; a larger body (form or JSON) is not one. */
 const FORM_BODY_LIMIT = 16_384;
 
 /** Token responses and errors carry credentials or hints about them: never stored by a cache (RFC 6749 §5.1). */
@@ -79,6 +79,7 @@ export async function tokenRoutes(app: App, options: { tokens: TokenService; tru
     TOKEN_PATH,
     {
       config: { auth: 'public' },
+      bodyLimit: FORM_BODY_LIMIT,
       attachValidation: true,
       schema: {
         tags: ['SSO'],
@@ -109,6 +110,7 @@ export async function tokenRoutes(app: App, options: { tokens: TokenService; tru
     REVOKE_PATH,
     {
       config: { auth: 'public' },
+      bodyLimit: FORM_BODY_LIMIT,
       attachValidation: true,
       schema: {
         tags: ['SSO'],
