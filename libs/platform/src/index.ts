@@ -6,6 +6,7 @@ export * from './http/app.js';
 export * from './http/errors.js';
 export * from './http/i18n.js';
 export * from './http/list.js';
+export * from './http/client-address.js';
 export * from './db/database.js';
 export * from './db/migrator.js';
 export * from './db/pglite.js';

@@ -3,6 +3,7 @@ import {
   createApp,
   declareAuth,
   healthRoutes,
+  parseTrustedProxies,
   RELEASE_VERSION,
   sendProblem,
   type App,
@@ -67,7 +68,7 @@ export async function buildGateway(config: PlatformConfig, logger: Logger, optio
     scope.addHook('onRoute', (route) => {
       route.schema = { ...route.schema, hide: true };
     });
-    await registerProxies(scope as App, { routes, timeoutMs: config.UPSTREAM_TIMEOUT_MS });
+    await registerProxies(scope as App, { routes, timeoutMs: config.UPSTREAM_TIMEOUT_MS, trustedProxies: parseTrustedProxies(config.TRUST_PROXY) });
   });
   await registerDocs(app, { upstreams: routes });
   return app;

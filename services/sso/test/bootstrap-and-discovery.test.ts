@@ -4,7 +4,7 @@ import { createHttpClients, createPrismaClient, enqueueEvent, migrate } from '@a
 import { openTestDependencies, testModes } from '@app/testing';
 import { PrismaClient } from '../src/generated/prisma/client.js';
 import { SSO_MIGRATIONS } from '../src/index.js';
-import { clientAddress, parseTrustedProxies } from '../src/tokens/client-address.js';
+import { clientAddress, parseTrustedProxies } from '@app/platform';
 import { listenSso, startSso } from './support.js';
 
 // Suites start real servers; jest's projects mode ignores the preset's testTimeout.
