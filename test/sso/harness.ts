@@ -89,9 +89,11 @@ async function startSplit(deps: TestDependencies, ssoPort: number): Promise<{ ed
       throw error;
     }
   };
-  const configured = (urls: Partial<PlatformConfig>) => ({ ...deps, config: { ...deps.config, ...urls } });
+  // Behind the gateway a service believes X-Forwarded-For from the gateway only (here loopback,
+  // as a deployment names the gateway's network); the gateway keeps the edge's TRUST_PROXY.
+  const configured = (urls: Partial<PlatformConfig>) => ({ ...deps, config: { ...deps.config, TRUST_PROXY: 'loopback', ...urls } });
   try {
-    const identity = await listen('identity', await buildServiceApp(identityService, deps));
+    const identity = await listen('identity', await buildServiceApp(identityService, configured({})));
     const credentials = await listen('credentials', await buildServiceApp(credentialsService, configured({ IDENTITY_URL: identity.url })));
     const peers = { IDENTITY_URL: identity.url, CREDENTIALS_URL: credentials.url };
     const sso = await listen('sso', await buildServiceApp(createSsoService(), configured(peers)), ssoPort);

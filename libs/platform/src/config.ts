@@ -1,6 +1,7 @@
 /* eslint-disable no-restricted-properties -- the one module that reads process.env */
 import { DOMAIN_SERVICES, SERVICE_NAMES, SERVICES, type ServiceName } from '@app/contracts';
 import { z } from 'zod';
+import { parseTrustedProxies } from './http/client-address.js';
 
 const port = z.coerce
   .number({ error: 'expected a port number from 0 to 65535' })
@@ -126,11 +127,38 @@ const configShape = z.object({
     .min(0, { error: 'expected a whole number of seconds, 0 or more' })
     .default(60),
   /**
-   * Peers whose `X-Forwarded-For` sso believes (the gateway): comma-separated IPs, CIDRs or
-   * the names loopback, linklocal, uniquelocal; `none` trusts nobody. Only the last hop the
-   * trusted peer appended is used, so a client cannot choose its own address.
+   * Peers whose `X-Forwarded-For` this process believes: comma-separated IPs, CIDRs or the
+   * names loopback, linklocal, uniquelocal; `none` (the default) trusts nobody, so no client
+   * can choose the address it is throttled under. At the edge (gateway, all-in-one) name the
+   * load balancer in front, if any; behind the gateway (split mode) name the gateway's
+   * address or network (deploy/ and docker-compose.yml do).
    */
-  TRUST_PROXY: z.string().default('loopback,linklocal,uniquelocal'),
+  TRUST_PROXY: z
+    .string()
+    .default('none')
+    .superRefine((value, ctx) => {
+      try {
+        parseTrustedProxies(value);
+      } catch (error) {
+        ctx.addIssue({ code: 'custom', message: (error as Error).message.replace(/^TRUST_PROXY: /, 'expected IPs, CIDR ranges, loopback, linklocal, uniquelocal or none; ') });
+      }
+    }),
+  /**
+   * Sign-ups (POST /api/v1/identity) one client address may make per window, as
+   * `<count>/<seconds>`: bounds account spam and probing which emails are taken (422).
+   */
+  SIGNUP_RATE_LIMIT: z
+    .string()
+    .default('100/600')
+    .transform((value, ctx) => {
+      const match = /^\s*(\d{1,9})\s*\/\s*(\d{1,9})\s*$/.exec(value);
+      const [max, windowSeconds] = match ? [Number(match[1]), Number(match[2])] : [0, 0];
+      if (max < 1 || windowSeconds < 1) {
+        ctx.addIssue({ code: 'custom', message: 'expected <count>/<seconds>, both whole numbers of at least 1 (e.g. 100/600)' });
+        return z.NEVER;
+      }
+      return { max, windowSeconds };
+    }),
   /** The first administrator, created once with a LOCAL password when it does not exist. */
   BOOTSTRAP_ADMIN_EMAIL: z.email({ pattern: z.regexes.html5Email, error: 'expected an email address' }).optional(),
   BOOTSTRAP_ADMIN_PASSWORD: z.string().min(12, { error: 'expected a password of at least 12 characters' }).max(1024).optional(),

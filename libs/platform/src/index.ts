@@ -7,6 +7,7 @@ export * from './http/errors.js';
 export * from './http/i18n.js';
 export * from './http/input-guards.js';
 export * from './http/list.js';
+export * from './http/client-address.js';
 export * from './db/database.js';
 export * from './db/invalid-text.js';
 export * from './db/migrator.js';

@@ -54,3 +54,20 @@ describe('loadConfig', () => {
     }
   });
 });
+
+describe('TRUST_PROXY and SIGNUP_RATE_LIMIT', () => {
+  it('trusts no proxy and limits sign-up to 100 per 10 minutes by default', () => {
+    const config = loadConfig({});
+    expect(config.TRUST_PROXY).toBe('none');
+    expect(config.SIGNUP_RATE_LIMIT).toEqual({ max: 100, windowSeconds: 600 });
+  });
+
+  it.each(['0/600', '100/0', '100', 'ten/600', '-1/60', '1e3/60'])('refuses SIGNUP_RATE_LIMIT=%s, naming the variable', (value) => {
+    expect(() => loadConfig({ SIGNUP_RATE_LIMIT: value })).toThrow(ConfigError);
+    expect(() => loadConfig({ SIGNUP_RATE_LIMIT: value })).toThrow(/SIGNUP_RATE_LIMIT: expected <count>\/<seconds>/);
+  });
+
+  it('refuses a TRUST_PROXY entry that is not an address, a range or a name', () => {
+    expect(() => loadConfig({ TRUST_PROXY: 'loopback,gateway.local' })).toThrow(/TRUST_PROXY: expected IPs, CIDR ranges.*"gateway\.local"/);
+  });
+});

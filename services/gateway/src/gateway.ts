@@ -9,6 +9,7 @@ import {
   type Cache,
   declareAuth,
   healthRoutes,
+  parseTrustedProxies,
   RELEASE_VERSION,
   httpLimitsOf,
   type App,
@@ -78,7 +79,7 @@ export async function buildGateway(config: PlatformConfig, logger: Logger, optio
     });
     // The proxies bring their own pass-through parser for JSON in place of the platform's.
     scope.removeContentTypeParser('application/json');
-    await registerProxies(scope as App, { routes, timeoutMs: config.UPSTREAM_TIMEOUT_MS });
+    await registerProxies(scope as App, { routes, timeoutMs: config.UPSTREAM_TIMEOUT_MS, trustedProxies: parseTrustedProxies(config.TRUST_PROXY) });
   });
   await registerDocs(app, { upstreams: routes });
   return app;

@@ -1,5 +1,6 @@
 import proxy from '@fastify/http-proxy';
-import { sendProblem, type App } from '@app/platform';
+import { clientAddress, sendProblem, type App } from '@app/platform';
+import type { BlockList } from 'node:net';
 import type { FastifyReply } from 'fastify';
 import type { Route } from './routing.js';
 
@@ -57,6 +58,8 @@ export interface ProxyOptions {
   routes: Route[];
   /** How long an upstream may take to send its response headers. */
   timeoutMs: number;
+  /** TRUST_PROXY of the edge: the load balancers whose X-Forwarded-For the gateway believes (none by default). */
+  trustedProxies: BlockList;
 }
 
 /** Registers one proxy per routing-table row; bodies stream through unparsed. */
@@ -73,7 +76,10 @@ export async function registerProxies(app: App, options: ProxyOptions): Promise<
         rewriteRequestHeaders: (request, headers) => ({
           ...withoutHopByHop(headers),
           'x-request-id': String(request.id),
-          'x-forwarded-for': [headers['x-forwarded-for'], request.ip].filter(Boolean).join(', '),
+          // One entry: the client as the edge rule resolves it. Whatever a client wrote there
+          // itself is dropped, so a service that trusts only the gateway cannot be told
+          // another address.
+          'x-forwarded-for': clientAddress(options.trustedProxies, request.socket.remoteAddress, request.headers['x-forwarded-for']),
           'x-forwarded-proto': request.protocol,
         }),
         // Without this an upstream's `connection: keep-alive` would override a client's

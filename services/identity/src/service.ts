@@ -1,8 +1,9 @@
 import { fileURLToPath } from 'node:url';
-import { AppError, defineService } from '@app/platform';
+import { AppError, defineService, type App } from '@app/platform';
 import { createIdentityRepository } from './identity/repository.js';
 import { IDENTITY_PREFIX, identityInternalRoutes, identityRoutes } from './identity/routes.js';
 import { createIdentityService } from './identity/service.js';
+import { registerSignupLimit } from './identity/signup-limit.js';
 
 /** The identity service: who someone is (name, email, avatar, roles), never how they sign in. */
 export const identityService = defineService({
@@ -10,8 +11,9 @@ export const identityService = defineService({
   description: 'Identities: name, email, avatar and roles (never passwords)',
   migrations: fileURLToPath(new URL('../prisma/migrations', import.meta.url)),
   outbox: true,
+  config: ['SIGNUP_RATE_LIMIT'],
   checks: ['database', 'cache'],
-  routes: async (app, { mode, database, cache, logger, eventsCommitted, provide }) => {
+  routes: async (app, { mode, config, database, cache, logger, eventsCommitted, provide }) => {
     const repository = createIdentityRepository(database);
     app.addHook('onClose', () => repository.close());
     const service = createIdentityService({ repository, cache, logger, eventsCommitted });
@@ -29,7 +31,18 @@ export const identityService = defineService({
         },
       },
     });
-    await app.register(identityRoutes, { prefix: IDENTITY_PREFIX, service });
+    // Its own scope: the rate-limit plugin decorates where it is registered, and the all-in-one
+    // holds every service in one instance.
+    await app.register(async (instance) => {
+      const scope = instance as App;
+      const signupRateLimit = await registerSignupLimit(scope, {
+        ...config.SIGNUP_RATE_LIMIT,
+        trustProxy: config.TRUST_PROXY,
+        cache,
+        logger,
+      });
+      await scope.register(identityRoutes, { prefix: IDENTITY_PREFIX, service, signupRateLimit });
+    });
     // Peers in this process call it in-process; only a standalone service serves other processes.
     if (mode === 'standalone') await app.register(identityInternalRoutes, { service });
   },

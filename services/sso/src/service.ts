@@ -1,12 +1,12 @@
 import { fileURLToPath } from 'node:url';
-import { createPrismaClient, defineService, type Service } from '@app/platform';
+import { createPrismaClient, defineService, parseTrustedProxies, type Service } from '@app/platform';
 import { startAdminBootstrap, DEV_ADMIN_EMAIL } from './bootstrap/admin.js';
 import { subscribeToCredentialEvents } from './events/credential-events.js';
 import { subscribeToIdentityEvents } from './events/identity-events.js';
 import { PrismaClient } from './generated/prisma/client.js';
 import { configuredKeyService } from './keys/configured.js';
 import { keyRoutes } from './keys/routes.js';
-import { parseTrustedProxies } from './tokens/client-address.js';
+
 import { createRefreshTokenRepository } from './tokens/repository.js';
 import { createRevoker } from './tokens/revocations.js';
 import { tokenRoutes } from './tokens/routes.js';

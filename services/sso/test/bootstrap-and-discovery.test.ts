@@ -4,7 +4,7 @@ import { createHttpClients, createPrismaClient, enqueueEvent, migrate } from '@a
 import { openTestDependencies, testModes } from '@app/testing';
 import { PrismaClient } from '../src/generated/prisma/client.js';
 import { SSO_MIGRATIONS } from '../src/index.js';
-import { clientAddress, parseTrustedProxies } from '../src/tokens/client-address.js';
+import { clientAddress, parseTrustedProxies } from '@app/platform';
 import { listenSso, startSso } from './support.js';
 
 // Suites start real servers; jest's projects mode ignores the preset's testTimeout.
@@ -128,6 +128,8 @@ describe('client address', () => {
     ['an untrusted peer, whatever it claims', '203.0.113.1', '127.0.0.1', '203.0.113.1'],
     ['a trusted peer without the header', '127.0.0.1', undefined, '127.0.0.1'],
     ['a trusted peer with garbage in the header', '127.0.0.1', 'not-an-ip', '127.0.0.1'],
+    ['a chain of trusted proxies: the first untrusted hop', '127.0.0.1', '6.6.6.6, 203.0.113.9, 10.0.0.5', '203.0.113.9'],
+    ['a client spoofing a private address behind trusted proxies', '127.0.0.1', '10.9.9.9, 203.0.113.9', '203.0.113.9'],
   ])('%s', (_case, peer, header, expected) => {
     expect(clientAddress(trusted, peer, header)).toBe(expected);
   });

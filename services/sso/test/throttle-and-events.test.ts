@@ -12,11 +12,11 @@ jest.setTimeout(30_000);
 describe.each(testModes())('failed-login throttling (%s)', (mode) => {
   let sso: SsoUnderTest;
   beforeAll(async () => {
-    sso = await startSso(mode);
+    sso = await startSso(mode, { TRUST_PROXY: 'loopback' });
   });
   afterAll(() => sso.close(), 30_000);
 
-  // The peer is loopback, which TRUST_PROXY trusts as the gateway: its X-Forwarded-For names the client.
+  // The peer is loopback, which this sso trusts as the gateway (TRUST_PROXY=loopback, as a split deployment sets): its X-Forwarded-For names the client.
   const from = (address: string) => ({ 'x-forwarded-for': address });
   const attempt = (username: string, password: string, address: string) =>
     sso.token({ grant_type: 'password', username, password }, from(address));

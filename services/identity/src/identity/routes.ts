@@ -12,6 +12,7 @@ import {
   updateIdentityBodySchema,
 } from './schemas.js';
 import type { IdentityService } from './service.js';
+import type { SignupRateLimit } from './signup-limit.js';
 
 export const IDENTITY_PREFIX = '/api/v1/identity';
 
@@ -29,6 +30,8 @@ const errors = {
 
 export interface IdentityRoutesOptions {
   service: IdentityService;
+  /** Per-address throttle of sign-up (registerSignupLimit); it bounds probing for taken emails too. */
+  signupRateLimit: SignupRateLimit;
 }
 
 /** The public identity API (under IDENTITY_PREFIX, routed by the gateway). */
@@ -39,12 +42,12 @@ export async function identityRoutes(app: App, options: IdentityRoutesOptions): 
     '/',
     {
       // Registration is open, but a caller who sends a token must send a valid one (it may set roles).
-      config: { auth: 'optional' },
+      config: { auth: 'optional', rateLimit: options.signupRateLimit },
       schema: {
         tags: TAGS,
         summary: 'Register an identity (no token needed; roles need an admin token)',
         body: createIdentityBodySchema,
-        response: { 201: identityListSchema, ...errors },
+        response: { 201: identityListSchema, ...errors, 429: problemSchema },
       },
     },
     async (request, reply) => {
@@ -125,7 +128,7 @@ export async function identityRoutes(app: App, options: IdentityRoutesOptions): 
  * Routes for other services only: outside the gateway's prefixes, and only for `system`
  * tokens, so no end user can enumerate identities through them.
  */
-export async function identityInternalRoutes(app: App, options: IdentityRoutesOptions): Promise<void> {
+export async function identityInternalRoutes(app: App, options: Pick<IdentityRoutesOptions, 'service'>): Promise<void> {
   app.post(
     INTERNAL_ROUTES.identityLookup,
     {

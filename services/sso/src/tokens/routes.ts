@@ -2,7 +2,7 @@ import type { App } from '@app/platform';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { BlockList } from 'node:net';
 import { z } from 'zod';
-import { clientAddress } from './client-address.js';
+import { clientAddress } from '@app/platform';
 import { invalidClient, invalidRequest, OAuthError } from './errors.js';
 import { oauthErrorSchema, revokeRequestSchema, tokenRequestSchema, tokenResponseSchema } from './schemas.js';
 import type { GrantContext, TokenService } from './service.js';

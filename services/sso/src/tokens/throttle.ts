@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Cache, Logger } from '@app/platform';
+import { createMemoryCache, type Cache, type Logger } from '@app/platform';
 
 /**
  * Limits on failed sign-ins, kept in the shared cache (Redis when configured) so every sso
@@ -17,6 +17,10 @@ import type { Cache, Logger } from '@app/platform';
  * No limit ever blocks a username everywhere, so an attacker cannot lock the owner out: the
  * owner's own address is blocked only after the owner's own failures there, and every block
  * ends when its window does (at most 15 minutes). A success clears its pair's count.
+ *
+ * When the shared cache cannot answer, each replica counts in its own memory with the same
+ * rules: the limits then hold per replica (N replicas let N times as many guesses through),
+ * never not at all.
  */
 export const WINDOW_SECONDS = 15 * 60;
 export const ADDRESS_LIMIT = 50;
@@ -33,39 +37,52 @@ export interface LoginThrottle {
 /** Usernames are hashed into keys: emails never sit in the cache, and any length fits. */
 const userKey = (username: string) => createHash('sha256').update(username.trim().toLowerCase()).digest('base64url');
 
-export function createLoginThrottle(cache: Cache, logger: Logger): LoginThrottle {
+/** Counters a replica keeps while the shared cache is down: enough for every address of a busy spell. */
+const FALLBACK_ENTRIES = 100_000;
+
+export function createLoginThrottle(shared: Cache, logger: Logger, local: Cache = createMemoryCache({ maxEntries: FALLBACK_ENTRIES })): LoginThrottle {
   const keys = (address: string, username?: string) => ({
     address: `sso:login-failures:address:${address}`,
     pair: username === undefined ? undefined : `sso:login-failures:pair:${userKey(username)}:${address}`,
     username: username === undefined ? undefined : `sso:login-failures:user:${userKey(username)}`,
   });
   const blockKey = (counter: string) => `${counter}:blocked-until`;
-  const block = (counter: string, resetSeconds: number) =>
-    cache.set(blockKey(counter), String(Date.now() + resetSeconds * 1000), resetSeconds);
 
-  /** The cache fails open: when it is down sign-ins still work, unthrottled, and we say so. */
-  const failOpen = async <T>(what: string, fn: () => Promise<T>): Promise<T | undefined> => {
+  /**
+   * Runs `fn` on the shared cache; when that fails, on this replica's own counters. A failure
+   * recorded during an outage therefore still blocks, and `blocked` consults both stores so an
+   * address blocked locally stays blocked when the shared cache returns mid-window.
+   */
+  const withFallback = async <T>(what: string, fn: (cache: Cache) => Promise<T>): Promise<T> => {
     try {
-      return await fn();
+      return await fn(shared);
     } catch (error) {
-      logger.warn({ err: error }, `login throttle unavailable (${what}); failing open`);
-      return undefined;
+      logger.warn({ err: error }, `login throttle: shared cache unavailable (${what}); counting in this process`);
+      return fn(local);
     }
   };
 
+  const blockedIn = async (cache: Cache, address: string, username?: string) => {
+    const k = keys(address, username);
+    const until = await Promise.all([k.address, k.pair].filter((key) => key !== undefined).map((key) => cache.get(blockKey(key))));
+    return Math.max(0, ...until.map((value) => Number(value ?? 0)));
+  };
+
   return {
-    blocked: async (address, username) =>
-      failOpen('check', async () => {
-        const k = keys(address, username);
-        const until = await Promise.all([k.address, k.pair].filter((key) => key !== undefined).map((key) => cache.get(blockKey(key))));
-        const latest = Math.max(0, ...until.map((value) => Number(value ?? 0)));
-        const seconds = Math.ceil((latest - Date.now()) / 1000);
-        return seconds > 0 ? seconds : undefined;
-      }),
+    blocked: async (address, username) => {
+      const [fromShared, fromLocal] = await Promise.all([
+        withFallback('check', (cache) => blockedIn(cache, address, username)),
+        blockedIn(local, address, username),
+      ]);
+      const seconds = Math.ceil((Math.max(fromShared, fromLocal) - Date.now()) / 1000);
+      return seconds > 0 ? seconds : undefined;
+    },
 
     recordFailure: async (address, username) => {
-      await failOpen('record', async () => {
+      await withFallback('record', async (cache) => {
         const k = keys(address, username);
+        const block = (counter: string, resetSeconds: number) =>
+          cache.set(blockKey(counter), String(Date.now() + resetSeconds * 1000), resetSeconds);
         const byAddress = await cache.hit(k.address, WINDOW_SECONDS);
         if (byAddress.count >= ADDRESS_LIMIT) await block(k.address, byAddress.resetSeconds);
         if (!k.pair || !k.username) return;
@@ -75,10 +92,11 @@ export function createLoginThrottle(cache: Cache, logger: Logger): LoginThrottle
     },
 
     recordSuccess: async (address, username) => {
-      await failOpen('reset', async () => {
-        const pair = keys(address, username).pair!;
-        await cache.delete(pair, blockKey(pair));
-      });
+      const pair = keys(address, username).pair!;
+      await Promise.all([
+        withFallback('reset', (cache) => cache.delete(pair, blockKey(pair))).catch(() => undefined),
+        local.delete(pair, blockKey(pair)),
+      ]);
     },
   };
 }

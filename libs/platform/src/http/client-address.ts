@@ -11,8 +11,10 @@ const NAMED_RANGES: Record<string, string[]> = {
 const unmapped = (address: string) => (address.startsWith('::ffff:') && isIP(address.slice(7)) === 4 ? address.slice(7) : address);
 
 /**
- * The peers whose `X-Forwarded-For` sso believes: the gateway. `spec` is TRUST_PROXY, e.g.
- * `loopback,uniquelocal` or `10.0.0.0/8,192.168.1.7`; `none` trusts nobody.
+ * The peers whose `X-Forwarded-For` a process believes. `spec` is TRUST_PROXY, e.g.
+ * `loopback,uniquelocal` or `10.0.0.0/8,192.168.1.7`; `none` (the default) trusts nobody.
+ * At the edge (the gateway, the all-in-one) that is the load balancer in front, if any; behind
+ * the gateway (a split-mode service) it is the gateway's address or network.
  */
 export function parseTrustedProxies(spec: string): BlockList {
   const list = new BlockList();
@@ -39,15 +41,22 @@ const isTrusted = (trusted: BlockList, address: string) => {
 };
 
 /**
- * The address a request came from, for throttling. A trusted peer (the gateway) appends the
- * address it saw to `X-Forwarded-For`, so its last entry is the client; everything before it
- * was written by the client and is ignored. Anyone else connecting directly is its own socket
- * address, whatever headers it sends.
+ * The address a request came from, for throttling, with proxy-addr's rule: start at the
+ * socket peer and, while the hop in hand is a trusted proxy, step one entry left in
+ * `X-Forwarded-For` (each proxy appends the address it saw). The first untrusted hop is the
+ * client; entries further left were written by the client and are ignored. A peer that is
+ * not trusted is the client, whatever headers it sends. A malformed entry stops the walk at
+ * the last trusted hop's view.
  */
 export function clientAddress(trusted: BlockList, socketAddress: string | undefined, forwardedFor: string | string[] | undefined): string {
-  const peer = unmapped(socketAddress ?? 'unknown');
-  if (!isTrusted(trusted, peer) || forwardedFor === undefined) return peer;
+  let client = unmapped(socketAddress ?? 'unknown');
+  if (forwardedFor === undefined) return client;
   const header = Array.isArray(forwardedFor) ? forwardedFor.join(',') : forwardedFor;
-  const last = header.split(',').map((part) => part.trim()).filter(Boolean).at(-1);
-  return last && isIP(unmapped(last)) !== 0 ? unmapped(last) : peer;
+  const hops = header.split(',').map((part) => unmapped(part.trim())).filter(Boolean);
+  while (isTrusted(trusted, client)) {
+    const next = hops.pop();
+    if (next === undefined || isIP(next) === 0) break;
+    client = next;
+  }
+  return client;
 }
