@@ -17,6 +17,8 @@ describe.each(testModes())('credentials service through the platform\'s edge (%s
   let h: Harness;
   let admin: string;
   let system: string;
+  /** sso's own service token: the only caller internal routes answer. */
+  let platform: string;
   let ada: { id: string; token: string };
   let bob: { id: string; token: string };
   /** Every secret this suite sends or receives, scanned for at the end. */
@@ -30,13 +32,14 @@ describe.each(testModes())('credentials service through the platform\'s edge (%s
   const create = (body: Record<string, unknown>, token = admin, headers: Record<string, string> = {}) =>
     h.call('POST', '/api/v1/credentials', { token, body, headers });
   /** Internal routes are served by credentials running alone (split mode), not in the all-in-one. */
-  const internal = (path: string, body: unknown, token = system) =>
+  const internal = (path: string, body: unknown, token = platform) =>
     h.call('POST', path, { body, token, base: h.standalone.credentials });
 
   beforeAll(async () => {
     h = await startHarness(mode);
     admin = await h.issuer.mint(randomUUID(), ['admin']);
     system = await h.issuer.mint(randomUUID(), ['system']);
+    platform = await h.issuer.mint('service:sso', ['system']);
     ada = await register('Ada', 'ada@example.com');
     bob = await register('Bob', 'bob@example.com');
   }, 60_000);
@@ -112,6 +115,25 @@ describe.each(testModes())('credentials service through the platform\'s edge (%s
       expect(google.body[0]).toMatchObject({ provider: 'GOOGLE', type: 'OAUTH', subject: '1234567890' });
       expect((await create({ identity_id: bob.id, provider: 'GOOGLE', subject: '1234567890' })).body.code).toBe('CREDENTIALS_SUBJECT_TAKEN');
       expect((await create({ identity_id: bob.id, provider: 'GITHUB', subject: '1234567890' })).status).toBe(201);
+    });
+
+    it('refuses a system token a credential for an identity holding a role it lacks: system is never a step to admin', async () => {
+      const carol = await register('Carol', `carol-${randomUUID().slice(0, 8)}@example.com`);
+      const promoted = await h.call('PUT', `/api/v1/identity/${carol.id}`, { token: admin, body: { name: 'Carol', email: `carol-${randomUUID().slice(0, 8)}@example.com`, roles: ['admin'] } });
+      expect(promoted.status).toBe(200);
+      for (const body of [
+        { identity_id: carol.id, provider: 'API_KEY', secret: key() },
+        { identity_id: carol.id, provider: 'LOCAL', secret: key() },
+        { identity_id: carol.id, provider: 'GOOGLE', subject: `g-${randomUUID()}` },
+      ]) {
+        const reply = await create(body, system);
+        expect(reply.status).toBe(403);
+      }
+      expect((await h.call('GET', `/api/v1/credentials?identity_id=${carol.id}`, { token: admin })).body).toEqual([]);
+      // An admin may (and takes it back, so later counts hold).
+      const byAdmin = await create({ identity_id: carol.id, provider: 'API_KEY', secret: key() }, admin);
+      expect(byAdmin.status).toBe(201);
+      expect((await h.call('DELETE', `/api/v1/credentials/${byAdmin.body[0].id}`, { token: admin })).status).toBe(204);
     });
 
     it('stores the client\'s API key (a system token may create one) and answers the record only: no key, no hash', async () => {
@@ -284,6 +306,9 @@ describe.each(testModes())('credentials service through the platform\'s edge (%s
       const body = { email: 'ada@example.com', password: NEW_PASSWORD };
       expect((await internal(INTERNAL_ROUTES.verifyPassword, body, admin)).status).toBe(403);
       expect((await internal(INTERNAL_ROUTES.verifyApiKey, { apiKey: 'ak_x' }, ada.token)).status).toBe(403);
+      // An identity an admin made `system` is still an identity: internal routes answer only the platform's services.
+      expect((await internal(INTERNAL_ROUTES.verifyPassword, body, system)).status).toBe(403);
+      expect((await internal(INTERNAL_ROUTES.localPasswordCreate, { identityId: bob.id, password: 'a password long enough' }, system)).status).toBe(403);
       expect((await h.call('POST', INTERNAL_ROUTES.verifyPassword, { body, base: h.standalone.credentials })).status).toBe(401);
       // The all-in-one answers /internal like the gateway in split mode: a token first, then no such route.
       for (const path of [INTERNAL_ROUTES.verifyPassword, INTERNAL_ROUTES.verifyApiKey]) {
@@ -339,7 +364,7 @@ describe.each(testModes())('credentials service through the platform\'s edge (%s
       });
       try {
         const verify = (candidate: string) =>
-          configured.inject({ method: 'POST', url: INTERNAL_ROUTES.verifyApiKey, headers: { authorization: `Bearer ${system}` }, payload: { apiKey: candidate } });
+          configured.inject({ method: 'POST', url: INTERNAL_ROUTES.verifyApiKey, headers: { authorization: `Bearer ${platform}` }, payload: { apiKey: candidate } });
         expect((await verify(apiKey)).json()).toEqual({ valid: false });
         const fresh = key();
         const made = await configured.inject({
@@ -375,10 +400,10 @@ describe.each(testModes())('credentials service through the platform\'s edge (%s
         config: { ...h.deps.config, ARGON2_TIME_COST: 3, IDENTITY_URL: h.standalone.identity },
       });
       try {
-        const wrong = await stronger.inject({ method: 'POST', url: INTERNAL_ROUTES.verifyPassword, headers: { authorization: `Bearer ${system}` }, payload: { identityId: ada.id, password: 'wrong password' } });
+        const wrong = await stronger.inject({ method: 'POST', url: INTERNAL_ROUTES.verifyPassword, headers: { authorization: `Bearer ${platform}` }, payload: { identityId: ada.id, password: 'wrong password' } });
         expect(wrong.json()).toEqual({ valid: false });
         expect(await hashOf()).toContain('t=2$');
-        const right = await stronger.inject({ method: 'POST', url: INTERNAL_ROUTES.verifyPassword, headers: { authorization: `Bearer ${system}` }, payload: { identityId: ada.id, password: NEW_PASSWORD } });
+        const right = await stronger.inject({ method: 'POST', url: INTERNAL_ROUTES.verifyPassword, headers: { authorization: `Bearer ${platform}` }, payload: { identityId: ada.id, password: NEW_PASSWORD } });
         h.bodies.push(right.body, wrong.body);
         expect(right.json()).toEqual({ valid: true, identityId: ada.id, credentialId: expect.any(String) });
         expect(await hashOf()).toContain('m=19456,p=1,t=3$');

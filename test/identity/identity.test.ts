@@ -8,6 +8,8 @@ describe.each(testModes())('identity service through the platform\'s edge (%s)',
   let h: Harness;
   let admin: string;
   let system: string;
+  /** sso's own service token: the only caller internal routes answer. */
+  let platform: string;
   let ada: { id: string; token: string };
   let bob: { id: string; token: string };
 
@@ -21,6 +23,7 @@ describe.each(testModes())('identity service through the platform\'s edge (%s)',
     h = await startHarness(mode);
     admin = await h.issuer.mint(randomUUID(), ['admin']);
     system = await h.issuer.mint(randomUUID(), ['system']);
+    platform = await h.issuer.mint('service:sso', ['system']);
     ada = await register('Ada', 'Ada@Example.com');
     bob = await register('Bob', 'bob@example.com');
   }, 60_000);
@@ -259,34 +262,36 @@ describe.each(testModes())('identity service through the platform\'s edge (%s)',
     const lookup = (body: unknown, token?: string) =>
       h.call('POST', INTERNAL_ROUTES.identityLookup, { body, token, base: h.standalone.identity });
 
-    it('finds an identity by email (any case) or id for a system token', async () => {
-      const byEmail = await lookup({ email: 'ADA@example.com' }, system);
+    it('finds an identity by email (any case) or id for the platform's own service token', async () => {
+      const byEmail = await lookup({ email: 'ADA@example.com' }, platform);
       expect(byEmail.status).toBe(200);
       expect(byEmail.body).toEqual({ id: ada.id, name: 'Ada', email: 'ada@example.com', roles: [], activated: true });
-      expect((await lookup({ id: ada.id }, system)).body.id).toBe(ada.id);
-      expect((await lookup({ email: 'nobody@example.com' }, system)).status).toBe(404);
+      expect((await lookup({ id: ada.id }, platform)).body.id).toBe(ada.id);
+      expect((await lookup({ email: 'nobody@example.com' }, platform)).status).toBe(404);
     });
 
-    it('creates an identity with roles for a system token only (sso\'s bootstrap admin); 422 for a taken email', async () => {
+    it('creates an identity with roles for the platform's own service token only (sso\'s bootstrap admin); 422 for a taken email', async () => {
       const create = (body: unknown, token?: string) => h.call('POST', INTERNAL_ROUTES.identityCreate, { body, token, base: h.standalone.identity });
       const body = { name: 'Boot', email: 'boot@example.com', roles: ['admin'] };
       expect((await create(body, admin)).status).toBe(403);
       expect((await create(body, bob.token)).status).toBe(403);
       expect((await create(body)).status).toBe(401);
-      expect((await h.call('POST', INTERNAL_ROUTES.identityCreate, { body, token: system })).status).toBe(404);
-      const created = await create(body, system);
+      expect((await h.call('POST', INTERNAL_ROUTES.identityCreate, { body, token: platform })).status).toBe(404);
+      const created = await create(body, platform);
       expect(created.status).toBe(201);
       expect(created.body).toEqual({ id: expect.any(String), name: 'Boot', email: 'boot@example.com', roles: ['admin'], activated: true });
-      expect((await create(body, system)).status).toBe(422);
+      expect((await create(body, platform)).status).toBe(422);
     });
 
-    it('refuses admins and users (403), anonymous callers (401), and is not served at the edge', async () => {
+    it('refuses admins, users and identities an admin gave the system role (403), anonymous callers (401), and is not served at the edge', async () => {
       expect((await lookup({ id: ada.id }, admin)).status).toBe(403);
+      expect((await lookup({ id: ada.id }, system)).status).toBe(403);
+      expect((await h.call('POST', INTERNAL_ROUTES.identityCreate, { body: { name: 'X', email: 'x@example.com', roles: ['admin'] }, token: system, base: h.standalone.identity })).status).toBe(403);
       expect((await lookup({ id: ada.id }, ada.token)).status).toBe(403);
       expect((await lookup({ id: ada.id })).status).toBe(401);
       // The all-in-one answers /internal like the gateway in split mode: a token first, then no such route.
       expect((await h.call('POST', INTERNAL_ROUTES.identityLookup, { body: { id: ada.id } })).status).toBe(401);
-      expect((await h.call('POST', INTERNAL_ROUTES.identityLookup, { body: { id: ada.id }, token: system })).status).toBe(404);
+      expect((await h.call('POST', INTERNAL_ROUTES.identityLookup, { body: { id: ada.id }, token: platform })).status).toBe(404);
     });
   });
 

@@ -9,6 +9,8 @@ export const INTERNAL_ROUTES = {
   verifyPassword: '/internal/v1/credentials/verify-password',
   /** credentials: resolve an API key to its identity. */
   verifyApiKey: '/internal/v1/credentials/verify-api-key',
+  /** credentials: `POST { identityId, password }` -> 201, or 422 when it has one (sso's bootstrap admin). */
+  localPasswordCreate: '/internal/v1/credentials/local-password',
   /** identity: `POST { email }` or `{ id }` -> the identity (200) or 404, for sso's grants. */
   identityLookup: '/internal/v1/identities/lookup',
   /** identity: `POST { name, email, roles }` -> 201 the identity, or 422 when the email is taken (sso's bootstrap admin). */

@@ -43,7 +43,7 @@ export const credentialsService = defineService({
         verifyApiKey: (apiKey) => service.verifyApiKey(apiKey, inProcess.authority),
         createLocalPassword: async (identityId, password) => {
           try {
-            await service.create({ identity_id: identityId, provider: 'LOCAL', secret: password }, inProcess);
+            await service.create({ identity_id: identityId, provider: 'LOCAL', secret: password }, inProcess, { platform: true });
             return true;
           } catch (error) {
             if (error instanceof AppError && error.statusCode === 422) return false;

@@ -11,9 +11,12 @@ import { bearerToken, forbidden, invalidToken, missingToken, type Principal, typ
  * - `optional`: anyone, but a bearer token that is sent must be valid (it may grant more).
  * - `authenticated`: a valid bearer token.
  * - `{ roles }`: a valid bearer token carrying at least one of these roles (else 403).
+ * - `platform`: a token of the platform's own services (sso's system token, subject
+ *   `service:<name>`, role `system`), never an identity's, whatever roles an admin gave it:
+ *   internal routes, which the gateway never routes, answer only their peers (else 403).
  * A route that declares nothing is `authenticated`: forgetting is never an open door.
  */
-export type RouteAuth = 'public' | 'optional' | 'authenticated' | { roles: readonly string[] };
+export type RouteAuth = 'public' | 'optional' | 'authenticated' | 'platform' | { roles: readonly string[] };
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -50,6 +53,7 @@ export function registerRouteAuth(app: App, options: RouteAuthOptions): void {
     const principal = await verifier.verify(token);
     request.principal = principal;
     if (typeof policy === 'object' && !policy.roles.some((role) => principal.roles.includes(role))) throw forbidden();
+    if (policy === 'platform' && !isPlatformService(principal)) throw forbidden();
   });
 }
 
@@ -58,6 +62,13 @@ export function principalOf(request: FastifyRequest): Principal {
   if (!request.principal) throw invalidToken();
   return request.principal;
 }
+
+/** The subjects of the platform's own service tokens: no identity has one (identities are UUIDs). */
+export const PLATFORM_SERVICE_SUBJECT_PREFIX = 'service:';
+
+/** A token sso minted for one of the platform's services, not for an identity. */
+export const isPlatformService = (principal: Principal): boolean =>
+  principal.id.startsWith(PLATFORM_SERVICE_SUBJECT_PREFIX) && principal.roles.includes('system');
 
 /** Admins: the only callers who change roles and activation (a `system` token does not). */
 export const isAdmin = (principal: Principal): boolean => principal.roles.includes('admin');

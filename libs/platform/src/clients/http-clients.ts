@@ -25,7 +25,6 @@ const CONNECTIONS_PER_PEER = 32;
 
 /** The public routes the HTTP clients use: identity reads on a caller's behalf, the bootstrap admin's password. */
 const IDENTITY_PATH = '/api/v1/identity';
-const CREDENTIALS_CREATE_PATH = '/api/v1/credentials';
 
 /** Read and create answers are arrays of one record (DESIGN.md); extra fields are ignored. */
 const createdIdentitySchema = z.array(internalIdentitySchema).length(1).transform((records) => records[0]!);
@@ -119,13 +118,7 @@ export function createHttpClients(options: HttpClientsOptions): HttpClients {
       verifyPassword: async (input) => (await post('credentials', INTERNAL_ROUTES.verifyPassword, input, verifyPasswordResponseSchema)).data!,
       verifyApiKey: async (apiKey) => (await post('credentials', INTERNAL_ROUTES.verifyApiKey, { apiKey }, verifyApiKeyResponseSchema)).data!,
       createLocalPassword: async (identityId, password) => {
-        const { status } = await post(
-          'credentials',
-          CREDENTIALS_CREATE_PATH,
-          { identity_id: identityId, provider: 'LOCAL', secret: password },
-          createdCredentialSchema,
-          [422],
-        );
+        const { status } = await post('credentials', INTERNAL_ROUTES.localPasswordCreate, { identityId, password }, createdCredentialSchema, [422]);
         return status === 201;
       },
     },

@@ -141,7 +141,7 @@ export async function credentialRoutes(app: App, options: CredentialRoutesOption
  */
 export async function credentialInternalRoutes(app: App, options: CredentialRoutesOptions): Promise<void> {
   const schema = (summary: string) => ({ hide: true, tags: ['Internal'], summary, security });
-  const systemOnly = { auth: { roles: ['system'] } } as const;
+  const systemOnly = { auth: 'platform' } as const;
 
   app.post(
     INTERNAL_ROUTES.verifyPassword,
@@ -167,5 +167,22 @@ export async function credentialInternalRoutes(app: App, options: CredentialRout
       },
     },
     async (request) => options.service.verifyApiKey(request.body.apiKey, callerOf(request).authority),
+  );
+
+  app.post(
+    INTERNAL_ROUTES.localPasswordCreate,
+    {
+      config: systemOnly,
+      schema: {
+        ...schema('Give an identity its LOCAL password: sso\'s bootstrap admin (platform service tokens only)'),
+        body: z.strictObject({ identityId: z.uuid(), password: z.string().min(8).max(1024) }),
+        response: { 201: credentialListSchema, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const { identityId, password } = request.body;
+      const record = await options.service.create({ identity_id: identityId, provider: 'LOCAL', secret: password }, callerOf(request), { platform: true });
+      return reply.code(201).send([record]);
+    },
   );
 }

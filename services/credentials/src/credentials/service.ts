@@ -111,9 +111,14 @@ export function createCredentialService(deps: CredentialServiceDeps) {
 
   return {
     /** Admins and system tokens only; the identity must exist (asked of identity with the caller's token). */
-    async create(input: CreateCredentialInput, caller: Caller): Promise<CredentialRecord> {
+    async create(input: CreateCredentialInput, caller: Caller, options: { platform?: boolean } = {}): Promise<CredentialRecord> {
       if (!isPrivileged(caller.principal)) throw forbidden();
-      if (!(await lookupIdentity({ id: input.identity_id }, caller.authority))) throw identityMissing(input.identity_id);
+      const identity = await lookupIdentity({ id: input.identity_id }, caller.authority);
+      if (!identity) throw identityMissing(input.identity_id);
+      // A credential is a way to act as its identity: whoever is not an admin may make one only
+      // for an identity with no role the caller lacks, or `system` would be a step to `admin`.
+      // The platform's own bootstrap (sso's first admin) is the one exception.
+      if (!options.platform && !isAdmin(caller.principal) && identity.roles.some((role) => !caller.principal.roles.includes(role))) throw forbidden();
       const write = await secretFields(input.provider, input.secret);
       try {
         const row = await repository.create(

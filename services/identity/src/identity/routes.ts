@@ -132,7 +132,7 @@ export async function identityInternalRoutes(app: App, options: Pick<IdentityRou
   app.post(
     INTERNAL_ROUTES.identityLookup,
     {
-      config: { auth: { roles: ['system'] } },
+      config: { auth: 'platform' },
       schema: {
         // Not routed by the gateway, so not part of the public document either.
         hide: true,
@@ -153,7 +153,7 @@ export async function identityInternalRoutes(app: App, options: Pick<IdentityRou
   app.post(
     INTERNAL_ROUTES.identityCreate,
     {
-      config: { auth: { roles: ['system'] } },
+      config: { auth: 'platform' },
       schema: {
         hide: true,
         tags: ['Internal'],
