@@ -262,7 +262,7 @@ describe.each(testModes())('identity service through the platform\'s edge (%s)',
     const lookup = (body: unknown, token?: string) =>
       h.call('POST', INTERNAL_ROUTES.identityLookup, { body, token, base: h.standalone.identity });
 
-    it('finds an identity by email (any case) or id for the platform's own service token', async () => {
+    it('finds an identity by email (any case) or id for the platform\'s own service token', async () => {
       const byEmail = await lookup({ email: 'ADA@example.com' }, platform);
       expect(byEmail.status).toBe(200);
       expect(byEmail.body).toEqual({ id: ada.id, name: 'Ada', email: 'ada@example.com', roles: [], activated: true });
@@ -270,7 +270,7 @@ describe.each(testModes())('identity service through the platform\'s edge (%s)',
       expect((await lookup({ email: 'nobody@example.com' }, platform)).status).toBe(404);
     });
 
-    it('creates an identity with roles for the platform's own service token only (sso\'s bootstrap admin); 422 for a taken email', async () => {
+    it('creates an identity with roles for the platform\'s own service token only (sso\'s bootstrap admin); 422 for a taken email', async () => {
       const create = (body: unknown, token?: string) => h.call('POST', INTERNAL_ROUTES.identityCreate, { body, token, base: h.standalone.identity });
       const body = { name: 'Boot', email: 'boot@example.com', roles: ['admin'] };
       expect((await create(body, admin)).status).toBe(403);
