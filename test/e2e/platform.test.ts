@@ -213,7 +213,9 @@ describe('standalone entries', () => {
       };
       expect(await lookup()).toEqual([401, 'PLATFORM_AUTH_INVALID_TOKEN']);
       expect(await lookup(await issuer.mint(randomUUID(), ['admin']))).toEqual([403, 'PLATFORM_AUTH_FORBIDDEN']);
-      expect(await lookup(await issuer.mint(randomUUID(), ['system']))).toEqual([404, 'IDENTITY_NOT_FOUND']);
+      // An identity an admin made `system` is still an identity: only the platform's own service tokens.
+      expect(await lookup(await issuer.mint(randomUUID(), ['system']))).toEqual([403, 'PLATFORM_AUTH_FORBIDDEN']);
+      expect(await lookup(await issuer.mint('service:sso', ['system']))).toEqual([404, 'IDENTITY_NOT_FOUND']);
       const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
       child.kill('SIGTERM');
       expect(await exited).toBe(0);

@@ -44,10 +44,11 @@ function addRoutes(app: App): void {
     throw new AppError('SHOP_PRODUCT_LOCKED', 409, 'error.internal');
   });
   app.post('/api/v1/orders', async () => {
-    // What a database driver's error looks like: the message is the operator's clue, the
+    // What a database driver's error looks like (an internal error, not an outage, which is a
+    // 503): the message is the operator's clue, the
     // extra properties quote the statement's values.
-    throw Object.assign(new Error('insert into "order" failed: connection reset'), {
-      code: 'ECONNRESET',
+    throw Object.assign(new Error('insert into "order" failed: could not extend file'), {
+      code: 'XX000',
       detail: `Key (password)=(${PASSWORD}) already exists.`,
       parameters: [PASSWORD, SECRET],
       request: { headers: credentials },
@@ -138,9 +139,9 @@ describe('the request log', () => {
     expect(line).toMatchObject({ level: 50, method: 'POST', route: '/api/v1/orders', status: 500, msg: 'request failed' });
     expect(line!.err).toEqual({
       type: 'Error',
-      message: 'insert into "order" failed: connection reset',
+      message: 'insert into "order" failed: could not extend file',
       stack: expect.stringContaining('insert into "order" failed'),
-      code: 'ECONNRESET',
+      code: 'XX000',
     });
   });
 
@@ -228,7 +229,7 @@ describe('the readable format for a terminal', () => {
     await app.inject({ method: 'POST', url: '/api/v1/accounts', headers: credentials, payload: { email: 'x', password: PASSWORD, secret: SECRET } });
     const text = output.join('');
     expect(text).toMatch(/ERROR: \[shop\] POST \/api\/v1\/orders 500 /);
-    expect(text).toContain('insert into "order" failed: connection reset');
+    expect(text).toContain('insert into "order" failed: could not extend file');
     expect(text).toMatch(/INFO: \[shop\] POST \/api\/v1\/accounts 400 FST_ERR_VALIDATION /);
     expect(text).not.toContain('"level"');
     for (const value of NEVER_LOGGED) expect(text).not.toContain(value);

@@ -91,27 +91,16 @@ describe('the revocation set', () => {
     expect(set.size).toBe(1);
   });
 
-  it('answers in O(1): 10,000 revoked sessions cost a check no more than 10 do', () => {
-    const time = (entries: number) => {
-      const set = createRevocationSet();
-      for (let i = 0; i < entries; i++) set.apply(session(randomUUID()));
-      const probes = Array.from({ length: 1_000 }, () => claimsOf());
-      let revoked = 0;
-      const samples: number[] = [];
-      for (let round = 0; round < 7; round++) {
-        const start = process.hrtime.bigint();
-        for (let i = 0; i < 200_000; i++) if (set.isRevoked(probes[i % 1_000]!)) revoked++;
-        samples.push(Number(process.hrtime.bigint() - start));
-      }
-      expect(revoked).toBe(0);
-      return samples.sort((a, b) => a - b)[3]!;
-    };
-    time(10); // warm-up: JIT
-    const few = time(10);
-    const many = time(10_000);
-    // A linear scan would be ~1,000 times slower; hashing stays within noise of the small set.
-    expect(many).toBeLessThan(few * 3);
+  // Its cost with 10,000 entries is measured in `npm run bench`, never in a timed test.
+  it('holds 10,000 revoked sessions and tells each of them, and none other, revoked', () => {
+    const set = createRevocationSet();
+    const sids = Array.from({ length: 10_000 }, () => randomUUID());
+    for (const sid of sids) set.apply(session(sid));
+    expect(set.size).toBe(10_000);
+    for (const sid of sids) expect(set.isRevoked(claimsOf({ sid }))).toBe(true);
+    for (let i = 0; i < 1_000; i++) expect(set.isRevoked(claimsOf())).toBe(false);
   });
+});
 });
 
 describe('cachingTokenVerifier with revocations', () => {

@@ -8,7 +8,7 @@ import {
   verifyPasswordRequestSchema,
   type InternalIdentity,
 } from '@app/contracts';
-import { createTokenVerifier } from '@app/platform';
+import { createTokenVerifier, isPlatformService } from '@app/platform';
 
 /**
  * A stand-in for the identity and credentials services' *contracts* (the internal routes in
@@ -87,11 +87,12 @@ export async function startDirectoryDouble(options: { jwksUrl: string; issuer: s
       identities.set(identity.id, identity);
       return [201, identity];
     },
-    '/api/v1/credentials': (body) => {
-      if (!identities.has(body.identity_id ?? '')) return [422];
-      if (body.provider !== 'LOCAL' || !body.secret) return [400];
-      if (passwords.has(body.identity_id!)) return [422];
-      passwords.set(body.identity_id!, body.secret);
+    // credentials' internal route for sso's bootstrap admin password.
+    [INTERNAL_ROUTES.localPasswordCreate]: (body) => {
+      if (!identities.has(body.identityId ?? '')) return [422];
+      if (!body.password) return [400];
+      if (passwords.has(body.identityId!)) return [422];
+      passwords.set(body.identityId!, body.password);
       return [201, [{ id: randomUUID() }]];
     },
   };
@@ -104,7 +105,7 @@ export async function startDirectoryDouble(options: { jwksUrl: string; issuer: s
     void (async () => {
       try {
         const principal = await verifier.verify(token ?? '');
-        if (!principal.roles.includes('system')) return send(res, 403);
+        if (!isPlatformService(principal)) return send(res, 403);
         const request = await readBody(req);
         requests.push({ path: req.url!, body: request });
         if (contracts[req.url!]?.safeParse(request).success === false) return send(res, 400);

@@ -31,6 +31,9 @@ export const GATEWAY_CONFIG: readonly ConfigKey[] = [
   'CREDENTIALS_URL',
   'CRUD_URL',
   'HEALTH_URL',
+  // Revocations: the edge's verifier seeds its set from the cache and follows the bus.
+  'REDIS_URL',
+  'NATS_URL',
 ];
 
 export interface GatewayOptions {
