@@ -101,7 +101,6 @@ describe('the revocation set', () => {
     for (let i = 0; i < 1_000; i++) expect(set.isRevoked(claimsOf())).toBe(false);
   });
 });
-});
 
 describe('cachingTokenVerifier with revocations', () => {
   it('refuses a cached token from the moment its session is revoked, without verifying it again', async () => {
