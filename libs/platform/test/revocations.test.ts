@@ -122,27 +122,15 @@ describe('cachingTokenVerifier with revocations', () => {
     await expect(verifier.verify('t')).rejects.toMatchObject({ statusCode: 401 });
   });
 
-  it('costs a cached read little with 10,000 revoked sessions', async () => {
+  // What 10,000 revoked sessions cost a cached read is measured in `npm run bench`, never timed here.
+  it('still answers a cached, unrevoked token with 10,000 revoked sessions in the set', async () => {
     const claims = claimsOf();
-    const inner = knownTokens(new Map([['t', claims]]));
-    const empty = cachingTokenVerifier(inner, { maxEntries: 10, revocations: createRevocationSet() });
     const full = createRevocationSet();
     for (let i = 0; i < 10_000; i++) full.apply(session(randomUUID()));
+    const inner = knownTokens(new Map([['t', claims]]));
     const loaded = cachingTokenVerifier(inner, { maxEntries: 10, revocations: full });
-    const time = async (verifier: TokenVerifier) => {
-      const samples: number[] = [];
-      for (let round = 0; round < 7; round++) {
-        const start = process.hrtime.bigint();
-        for (let i = 0; i < 50_000; i++) await verifier.verify('t');
-        samples.push(Number(process.hrtime.bigint() - start));
-      }
-      return samples.sort((a, b) => a - b)[3]!;
-    };
-    await time(empty);
-    await time(loaded);
-    const [base, withRevocations] = [await time(empty), await time(loaded)];
-    // The bench's bound is 5 % on the whole request; the verifier alone is a small part of it.
-    expect(withRevocations).toBeLessThan(base * 1.5);
+    for (let i = 0; i < 100; i++) expect((await loaded.verify('t')).id).toBe(claims.sub);
+    expect(inner.calls).toBe(1);
   });
 });
 
