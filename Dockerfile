@@ -64,7 +64,10 @@ ARG SERVICE
 ARG PORT
 RUN test -n "$SERVICE" && test -n "$PORT" \
  || { echo 'build with --build-arg SERVICE=<folder under services/> --build-arg PORT=<its port>' >&2; exit 1; }
-ENV NODE_ENV=production PORT=${PORT}
+# glibc raises its mmap threshold to the largest block freed so far, so after the first argon2
+# hash (19 MiB) every later one comes from the heap and stays resident when freed: a fixed
+# threshold keeps large blocks mmapped and returned (measured: 257 -> 183 MB idle, all-in-one).
+ENV NODE_ENV=production PORT=${PORT} MALLOC_MMAP_THRESHOLD_=131072
 WORKDIR /app
 COPY --from=deps /app/ ./
 COPY --from=build /out/ ./

@@ -9,7 +9,10 @@
 //      (e) refresh_token grants, (f) password logins (closed loop: each worker sends its next
 //      request when the last is answered), then (a) at half rate beside 40 logins a second;
 //   3. split: crud and the gateway as two processes on real Postgres (a fresh database),
-//      Redis and NATS, tokens from a JWKS the bench serves: (c) cached read-by-id via the gateway.
+//      Redis and NATS, tokens from a JWKS the bench serves: (c) cached read-by-id via the gateway;
+//   4. `npm start` exactly as a newcomer runs it: seconds to readiness on a first start (empty
+//      data directory) and a second one, idle RSS of the process tree after 100 requests and a
+//      5 s pause, seconds from Ctrl-C to exit with a keep-alive client connected.
 // Then a table per round and one with the median of the rounds (ratios to nginx are taken per
 // round, then their median), each target with PASS or FAIL. A failed target is a result (exit
 // 0); a broken run is not (exit 1): a process that does not start, or any non-2xx answer,
@@ -20,7 +23,7 @@
 // Env: BENCH_ROUNDS (3), BENCH_DURATION seconds per scenario (5), BENCH_WARMUP seconds before
 // each (2), BENCH_CONNECTIONS (10), BENCH_LOG_LEVEL of the platform's processes (info, what
 // `npm start` logs), ARGON2_* (passed to the platform), BENCH_NGINX_WORKERS (1), BENCH_EXTRA=1 for the split extras (list and
-// uncached reads, create), BENCH_PROFILE=1; DATABASE_URL (a server where a fresh database is
+// uncached reads, create), BENCH_PROFILE=1, BENCH_ONLY (some of nginx,all-in-one,split,npm-start); DATABASE_URL (a server where a fresh database is
 // created and dropped; default postgres://postgres@127.0.0.1:5432/postgres), REDIS_URL,
 // NATS_URL (defaults on 127.0.0.1). Builds first when a dist/ entry is missing.
 import { spawn, spawnSync } from 'node:child_process';
@@ -57,6 +60,15 @@ const NGINX_WORKERS = wholeNumber('BENCH_NGINX_WORKERS', 1, 1);
 const LOG_LEVEL = process.env.BENCH_LOG_LEVEL || 'info';
 const EXTRA = process.env.BENCH_EXTRA === '1';
 const PROFILE = process.env.BENCH_PROFILE === '1' || process.argv.includes('--profile');
+/** The systems a round measures (BENCH_ONLY, comma-separated; default all of them). */
+const SYSTEMS = ['nginx', 'all-in-one', 'split', 'npm-start'];
+const ONLY = (process.env.BENCH_ONLY || SYSTEMS.join(',')).split(',').map((name) => name.trim());
+if (ONLY.some((name) => !SYSTEMS.includes(name))) {
+  console.error(`BENCH_ONLY takes a comma-separated list of ${SYSTEMS.join(', ')} (got ${JSON.stringify(process.env.BENCH_ONLY)})`);
+  process.exit(2);
+}
+/** Each round's rows of the npm start scenario (times and memory, not rates). */
+const startRounds = [];
 const BASE_DATABASE_URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
 const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
 const NATS_URL = process.env.NATS_URL || 'nats://127.0.0.1:4222';
@@ -145,7 +157,7 @@ function lastLines(path, count = 25) {
  * its output in `log`, and resolves once `ready()` is true. Rejects with the log's tail when
  * the process exits or is not ready within START_TIMEOUT_MS.
  */
-async function startProcess(name, command, args, { env, log, ready }) {
+async function startProcess(name, command, args, { env, log, ready, pollMs = 200 }) {
   const fd = openSync(log, 'a');
   const child = spawn(command, args, { cwd: root, env, stdio: ['ignore', fd, fd], detached: true });
   closeSync(fd);
@@ -164,7 +176,7 @@ async function startProcess(name, command, args, { env, log, ready }) {
       await stopProcess(handle);
       throw new Error(`${name} was not ready within ${START_TIMEOUT_MS / 1000} s; its log ends:\n${lastLines(log)}`);
     }
-    await sleep(200);
+    await sleep(pollMs);
   }
 }
 
@@ -544,6 +556,156 @@ function startSplit(jwks) {
 }
 
 // ---------------------------------------------------------------------------------------
+// 4. `npm start` itself, as a newcomer runs it (issue 10, items 7 and 8): readiness on a first
+// start (empty data directory) and on a second start (same directory), the idle resident
+// memory of the whole process tree (npm, its shell, node) after 100 requests and a 5 s pause,
+// and Ctrl-C (SIGINT to the process group, as a terminal sends it) with a keep-alive client
+// still connected.
+
+/** Resident memory of `pid` and every process below it, from /proc (Linux), in MB, by process. */
+function processTree(pid) {
+  const parents = new Map();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      // Fields after the command name, which is in parentheses and may hold spaces: state, ppid, ...
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      parents.set(Number(entry), ppid);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const tree = [pid];
+  for (let i = 0; i < tree.length; i++) for (const [child, parent] of parents) if (parent === tree[i]) tree.push(child);
+  return tree.flatMap((member) => {
+    try {
+      const status = readFileSync(`/proc/${member}/status`, 'utf8');
+      const kb = Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? 0);
+      const name = /^Name:\s+(.*)$/m.exec(status)?.[1] ?? '?';
+      return [{ pid: member, name, mb: kb / 1024 }];
+    } catch {
+      return [];
+    }
+  });
+}
+
+const START_TARGETS = {
+  firstStart: { label: 'npm start: readiness 200, empty data directory', unit: 's', text: '<= 6 s', pass: (v) => v <= 6 },
+  secondStart: { label: 'npm start: readiness 200, second start', unit: 's', text: '<= 3 s', pass: (v) => v <= 3 },
+  rss: { label: 'npm start: idle RSS of the process tree', unit: 'MB', text: '<= 250 MB', pass: (v) => v <= 250 },
+  nodeRss: { label: '  of which the node process', unit: 'MB' },
+  shutdown: { label: 'npm start: Ctrl-C to exit, keep-alive client', unit: 's', text: 'exit 0 <= 2 s', pass: (v) => v <= 2 },
+};
+
+/** `npm start` from `root` on a free port; resolves with the handle and the seconds to readiness. */
+async function npmStart(name, dir, password) {
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const started = performance.now();
+  const handle = await startProcess(name, 'npm', ['start'], {
+    env: nodeEnv({ HOME: process.env.HOME, PORT: String(port), DATA_DIR: join(dir, 'data'), BOOTSTRAP_ADMIN_EMAIL: ADMIN_EMAIL, BOOTSTRAP_ADMIN_PASSWORD: password }),
+    log: join(dir, `${name.replace(/\W+/g, '-')}.log`),
+    ready: answers(`${base}/api/v1/health/readiness`),
+    pollMs: 20,
+  });
+  return { handle, base, seconds: (performance.now() - started) / 1000 };
+}
+
+/** Ctrl-C: SIGINT to the process group; resolves with the seconds to exit and the exit code. */
+async function interrupt(handle) {
+  const started = performance.now();
+  process.kill(-handle.child.pid, 'SIGINT');
+  const code = await Promise.race([handle.exited, sleep(STOP_TIMEOUT_MS).then(() => 'timeout')]);
+  const seconds = (performance.now() - started) / 1000;
+  if (code === 'timeout') await stopProcess(handle);
+  live.children.delete(handle);
+  return { seconds, code };
+}
+
+async function npmStartScenario(round) {
+  const dir = tempDir('npm-start');
+  const rows = [];
+  const row = (key, value, failures = 0) => {
+    const target = START_TARGETS[key];
+    console.log(`  ${target.label.padEnd(48)} ${value.toFixed(key.endsWith('Rss') || key === 'rss' ? 0 : 2)} ${target.unit}${failures ? '  !!!!! BROKEN' : ''}`);
+    rows.push({ key, value, failures });
+  };
+  try {
+    const password = randomBytes(18).toString('base64url');
+    const first = await npmStart('npm start (first)', dir, password);
+    row('firstStart', first.seconds);
+    // 100 requests: a sign-in (retried while the bootstrap admin is being created), then writes and reads.
+    const pool = new Pool(first.base, { connections: 1, keepAliveTimeout: 60_000 });
+    try {
+      const deadline = Date.now() + 20_000;
+      let token;
+      let sent = 0;
+      while (!token) {
+        sent++;
+        const response = await pool.request({ path: '/api/v1/sso/token', method: 'POST', headers: FORM, body: form({ grant_type: 'password', username: ADMIN_EMAIL, password }) });
+        const body = await response.body.text();
+        if (response.statusCode === 200) token = JSON.parse(body).access_token;
+        else if (Date.now() > deadline) throw new Error(`no token for the bootstrap admin within 20 s: ${response.statusCode} ${body.slice(0, 300)}`);
+        else await sleep(100);
+      }
+      const auth = { authorization: `Bearer ${token}` };
+      const ids = [];
+      for (; sent < 100; sent++) {
+        const kind = sent % 4;
+        const request =
+          kind === 0 || ids.length === 0
+            ? { path: '/api/v1/products', method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: PRODUCT }
+            : kind === 1
+              ? { path: `/api/v1/products/${ids[sent % ids.length]}`, method: 'GET', headers: auth }
+              : kind === 2
+                ? { path: '/api/v1/products?limit=20', method: 'GET', headers: auth }
+                : { path: '/api/v1/identity?limit=20', method: 'GET', headers: auth };
+        const response = await pool.request(request);
+        const body = await response.body.text();
+        if (response.statusCode >= 300) throw new Error(`${request.method} ${request.path}: ${response.statusCode} ${body.slice(0, 300)}`);
+        if (request.method === 'POST') ids.push(JSON.parse(body)[0].id);
+      }
+      await sleep(5000);
+      const tree = processTree(first.handle.child.pid);
+      row('rss', tree.reduce((sum, p) => sum + p.mb, 0));
+      row('nodeRss', tree.filter((p) => p.name === 'node' || p.name === 'MainThread').reduce((sum, p) => sum + p.mb, 0));
+      console.log(`    by process: ${tree.map((p) => `${p.name} ${p.mb.toFixed(0)} MB`).join(', ')}`);
+      // Ctrl-C with this pool's keep-alive connection still open.
+      const stopped = await interrupt(first.handle);
+      row('shutdown', stopped.seconds, stopped.code === 0 ? 0 : 1);
+      if (stopped.code !== 0) broken.push(`round ${round}: npm start exited with ${stopped.code} on Ctrl-C`);
+    } finally {
+      await pool.close();
+    }
+    const second = await npmStart('npm start (second)', dir, password);
+    row('secondStart', second.seconds);
+    await interrupt(second.handle);
+  } finally {
+    removeDir(dir);
+  }
+  return rows;
+}
+
+function reportStart(rounds) {
+  const table = Object.entries(START_TARGETS).flatMap(([key, target]) => {
+    const values = rounds.flatMap((rows) => rows.filter((row) => row.key === key && row.failures === 0).map((row) => row.value));
+    if (values.length === 0 && !target.text) return [];
+    const value = median(values);
+    return [
+      {
+        measure: target.label,
+        median: value === undefined ? '-' : `${value.toFixed(target.unit === 'MB' ? 0 : 2)} ${target.unit}`,
+        target: target.text ?? '',
+        verdict: !target.pass ? '' : value === undefined ? 'BROKEN' : target.pass(value) ? 'PASS' : 'FAIL',
+        rounds: `${values.length}/${rounds.length}`,
+      },
+    ];
+  });
+  console.table(table);
+}
+
+// ---------------------------------------------------------------------------------------
 // A round, the report, the profile.
 
 /**
@@ -646,7 +808,7 @@ async function runRound(round, jwks) {
   console.log(`\nround ${round}/${ROUNDS} (load average ${loadavg().map((n) => n.toFixed(2)).join(' ')})`);
   const rows = [];
 
-  await phase(round, 'nginx baseline', async () => {
+  if (ONLY.includes('nginx')) await phase(round, 'nginx baseline', async () => {
     const baseline = await startBaseline();
     try {
       rows.push(await measure(round, 'baseline', { url: baseline.url }));
@@ -655,7 +817,7 @@ async function runRound(round, jwks) {
     }
   });
 
-  await phase(round, 'all-in-one', async () => {
+  if (ONLY.includes('all-in-one')) await phase(round, 'all-in-one', async () => {
     const platform = await startAllInOne();
     try {
       const auth = { authorization: `Bearer ${platform.token}` };
@@ -672,7 +834,7 @@ async function runRound(round, jwks) {
     }
   });
 
-  await phase(round, 'split mode', async () => {
+  if (ONLY.includes('split')) await phase(round, 'split mode', async () => {
     const split = await startSplit(jwks);
     try {
       const token = await jwks.mint();
@@ -694,6 +856,8 @@ async function runRound(round, jwks) {
       await split.stop();
     }
   });
+
+  if (ONLY.includes('npm-start')) await phase(round, 'npm start', async () => startRounds.push(await npmStartScenario(round)));
 
   const baseline = rows.find((row) => row.key === 'baseline' && row.failures === 0);
   for (const row of rows) row.ratio = row.rate || !baseline ? undefined : row.rps / baseline.rps;
@@ -816,7 +980,8 @@ try {
   const jwks = await startJwks();
   const rounds = [];
   for (let round = 1; round <= ROUNDS; round++) rounds.push(await runRound(round, jwks));
-  if (rounds.length > 0) report(rounds);
+  if (rounds.some((rows) => rows.length > 0)) report(rounds);
+  if (startRounds.length > 0) reportStart(startRounds);
   if (PROFILE) await profile();
 } catch (error) {
   failed = true;

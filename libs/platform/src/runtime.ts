@@ -73,14 +73,25 @@ export async function listenApp(name: string, app: App, listen: { host: string; 
 }
 
 /**
- * Calls `stop` on SIGTERM or SIGINT, once; exits when it finishes or after the timeout. A
- * second signal exits at once.
+ * A signal this soon after the first is the same Ctrl-C seen twice, not a second one: the
+ * terminal sends SIGINT to the whole foreground process group and `npm start` forwards its
+ * own copy to its child as well.
+ */
+const DUPLICATE_SIGNAL_MS = 1000;
+
+/**
+ * Calls `stop` on SIGTERM or SIGINT, once; exits 0 when it finishes, 1 after the timeout. A
+ * second signal (not the duplicate copy of the first) exits 1 at once.
  */
 export function closeOnSignals(stop: () => Promise<void>, logger: Logger, timeoutMs: number): void {
-  let stopping = false;
+  let firstAt: number | undefined;
   const onSignal = (signal: NodeJS.Signals) => {
-    if (stopping) process.exit(1);
-    stopping = true;
+    if (firstAt !== undefined) {
+      if (Date.now() - firstAt < DUPLICATE_SIGNAL_MS) return;
+      logger.warn({ signal }, 'second signal: exiting without waiting for the shutdown');
+      process.exit(1);
+    }
+    firstAt = Date.now();
     logger.info({ signal }, 'shutting down: draining in-flight requests');
     const timer = setTimeout(() => {
       logger.error('shutdown timed out; exiting anyway');

@@ -81,6 +81,8 @@ export function startAdminBootstrap(options: BootstrapAdminOptions): { stop(): v
       try {
         return await bootstrapAdmin(options);
       } catch (error) {
+        // Stopped meanwhile: the failure is the shutdown closing the database under it.
+        if (stopped) break;
         const delayMs = Math.min(250 * 2 ** (attempt - 1), 30_000);
         if (attempt === 1 || delayMs === 30_000) options.logger.warn({ err: error, retryInMs: delayMs }, 'bootstrap admin: not yet possible; retrying');
         await new Promise<void>((resolve) => {
