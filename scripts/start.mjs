@@ -13,41 +13,8 @@
 // freed so far, after which argon2's 19 MiB blocks and the WASM compilers' come from the heap
 // and stay resident once freed; measured 186 MB idle after a sign-in against 253 MB. The
 // script `exec`s node so a terminal's Ctrl-C reaches it without a shell in between.
-import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { build, stop } from 'esbuild';
+import { transpileWorkspaces } from './transpile.mjs';
 
-const root = new URL('..', import.meta.url).pathname;
-
-function sources(dir) {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) return sources(path);
-    return entry.name.endsWith('.ts') && !entry.name.endsWith('.d.ts') && !entry.name.endsWith('.test.ts') ? [path] : [];
-  });
-}
-
-const workspaces = ['libs', 'services', 'apps'].flatMap((group) =>
-  readdirSync(join(root, group))
-    .map((name) => join(root, group, name))
-    .filter((dir) => statSync(join(dir, 'src'), { throwIfNoEntry: false })?.isDirectory()),
-);
-
-await Promise.all(
-  workspaces.map((dir) =>
-    build({
-      entryPoints: sources(join(dir, 'src')),
-      outdir: join(dir, 'dist'),
-      outbase: join(dir, 'src'),
-      format: 'esm',
-      platform: 'node',
-      target: 'node20',
-      sourcemap: true,
-      logLevel: 'error',
-    }),
-  ),
-);
-
-// esbuild's compiler runs as a child process; it has nothing left to do.
-stop();
-await import(join(root, 'apps/all-in-one/dist/main.js'));
+await transpileWorkspaces();
+await import(join(new URL('..', import.meta.url).pathname, 'apps/all-in-one/dist/main.js'));

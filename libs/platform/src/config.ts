@@ -1,6 +1,7 @@
 /* eslint-disable no-restricted-properties -- the one module that reads process.env */
 import { DOMAIN_SERVICES, SERVICE_NAMES, SERVICES, type ServiceName } from '@app/contracts';
 import { z } from 'zod';
+import { replicaUrls } from './clients/replicas.js';
 import { parseTrustedProxies } from './http/client-address.js';
 
 const port = z.coerce
@@ -30,8 +31,26 @@ const urlWithProtocols = (protocols: string[]) =>
       { error: `expected a URL starting with ${protocols.map((p) => `${p}://`).join(' or ')}` },
     );
 
+const isHttpUrl = (value: string) => {
+  try {
+    return ['http:', 'https:'].includes(new URL(value).protocol);
+  } catch {
+    return false;
+  }
+};
+
+/**
+ * Where a service is: one http(s) URL, or several separated by commas, its replicas, which its
+ * callers balance across (clients/replicas.ts). Kept as the text, spaces around commas removed.
+ */
 const serviceUrl = (defaultPort: number) =>
-  urlWithProtocols(['http', 'https']).default(`http://127.0.0.1:${defaultPort}`);
+  z
+    .string()
+    .transform((value) => replicaUrls(value).join(','))
+    .refine((value) => value !== '' && replicaUrls(value).every(isHttpUrl), {
+      error: 'expected an http:// or https:// URL, or several separated by commas (one per replica)',
+    })
+    .default(`http://127.0.0.1:${defaultPort}`);
 
 /** Every service's default port: the one it listens on when run alone (the registry's). */
 export const DEFAULT_PORTS = Object.fromEntries(SERVICE_NAMES.map((name) => [name, SERVICES[name].port])) as {
@@ -283,9 +302,12 @@ export const urlVariableOf = (name: ServiceName): ConfigKey => SERVICES[name].ur
 
 export type PlatformConfig = z.output<typeof configShape>;
 
-/** The JWKS verifiers use: JWKS_URL, or sso's own route. */
+/**
+ * The JWKS verifiers use: JWKS_URL, or sso's own route on each of its replicas (SSO_URL may
+ * list several), separated by commas; the verifier asks the next one when one is unreachable.
+ */
 export function jwksUrlOf(config: Pick<PlatformConfig, 'JWKS_URL' | 'SSO_URL'>): string {
-  return config.JWKS_URL ?? new URL('/api/v1/sso/jwks', config.SSO_URL).toString();
+  return config.JWKS_URL ?? replicaUrls(config.SSO_URL).map((url) => new URL('/api/v1/sso/jwks', url).toString()).join(',');
 }
 export type Env = Record<string, string | undefined>;
 

@@ -26,5 +26,6 @@ export * from './auth/revocations.js';
 export * from './bus/outbox.js';
 export * from './auth/route-auth.js';
 export * from './clients/http-clients.js';
+export * from './clients/replicas.js';
 export * from './service/compose.js';
 export * from './service/define-service.js';

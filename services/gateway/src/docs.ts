@@ -74,13 +74,20 @@ export const PLATFORM_DESCRIPTION =
  * it is this app's own (the all-in-one, where every service's routes are in it already).
  */
 export async function registerDocs(app: App, options: { upstreams?: Route[] } = {}): Promise<void> {
-  const upstreams = [...new Map((options.upstreams ?? []).map((route) => [route.url, route.service])).entries()];
+  const upstreams = [...new Map((options.upstreams ?? []).map((route) => [route.service, route.urls])).entries()];
   let cached: { at: number; parts: { service: string; document?: OpenApiDocument }[] } | undefined;
   let refreshing: Promise<void> | undefined;
 
   const refresh = async () => {
     const parts = await Promise.all(
-      upstreams.map(async ([url, service]) => ({ service, document: await fetchDocument(url, 2_000) })),
+      upstreams.map(async ([service, urls]) => {
+        // Any replica's document will do: they run one release.
+        for (const url of urls) {
+          const document = await fetchDocument(url, 2_000);
+          if (document) return { service, document };
+        }
+        return { service, document: undefined };
+      }),
     );
     cached = { at: Date.now(), parts };
   };

@@ -1,21 +1,9 @@
 import proxy from '@fastify/http-proxy';
-import { clientAddress, sendProblem, type App } from '@app/platform';
+import { clientAddress, errorCodes, isUnreachable, sendProblem, type App } from '@app/platform';
 import type { BlockList } from 'node:net';
 import type { FastifyReply } from 'fastify';
+import { BalancedPool, RetryAgent, type Dispatcher, type Pool } from 'undici';
 import type { Route } from './routing.js';
-
-/** Socket errors meaning nobody answers at the upstream's address. */
-const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
-
-function causeCode(error: unknown): string | undefined {
-  let current = error as { code?: string; cause?: unknown } | undefined;
-  const codes: string[] = [];
-  while (current && codes.length < 5) {
-    if (current.code) codes.push(current.code);
-    current = current.cause as typeof current;
-  }
-  return codes.find((code) => UNREACHABLE.has(code)) ?? codes[0];
-}
 
 /**
  * Answers a failed upstream call: 503 when the service cannot be reached (down, not yet
@@ -26,9 +14,8 @@ function upstreamError(route: Route) {
     const reply = proxied as FastifyReply;
     // The edge already answered (a chunked body over the limit) and cut the upstream call short.
     if (reply.sent) return;
-    const code = causeCode(error);
-    const timedOut = error.statusCode === 504 || code === 'UND_ERR_HEADERS_TIMEOUT';
-    const unreachable = code !== undefined && UNREACHABLE.has(code);
+    const timedOut = error.statusCode === 504 || errorCodes(error).includes('UND_ERR_HEADERS_TIMEOUT');
+    const unreachable = isUnreachable(error);
     reply.log.warn({ err: error, upstream: route.service }, 'upstream call failed');
     if (unreachable) reply.header('retry-after', '1');
     sendProblem(reply.request, reply, {
@@ -62,16 +49,49 @@ export interface ProxyOptions {
   trustedProxies: BlockList;
 }
 
-/** Registers one proxy per routing-table row; bodies stream through unparsed. */
+/** Socket errors meaning nobody listens at a replica's address (as in isUnreachable). */
+const UNREACHABLE_CODES = ['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN'];
+const ALL_METHODS: Dispatcher.HttpMethod[] = ['GET', 'HEAD', 'OPTIONS', 'PUT', 'POST', 'PATCH', 'DELETE', 'TRACE'];
+
+/**
+ * A service's replicas behind one dispatcher: undici's BalancedPool, which also lowers the
+ * weight of a replica that fails, inside a RetryAgent that sends a call nobody answered at one
+ * replica to the next at once. Only connection failures are retried: the connection never
+ * opened, so no byte of the request (nor of its streamed body, which undici checks is
+ * undisturbed) was sent, and any method may go again. An answer, even a 5xx, is final.
+ */
+function replicasDispatcher(urls: string[], options: Pool.Options): Dispatcher {
+  return new RetryAgent(new BalancedPool(urls, options), {
+    maxRetries: 2 * urls.length,
+    minTimeout: 0,
+    timeoutFactor: 1,
+    methods: ALL_METHODS,
+    statusCodes: [],
+    errorCodes: UNREACHABLE_CODES,
+  });
+}
+
+/**
+ * Registers one proxy per routing-table row; bodies stream through unparsed. A service with
+ * several replicas gets one balanced, retrying dispatcher (replicasDispatcher), shared by its
+ * prefixes (sso has two).
+ */
 export async function registerProxies(app: App, options: ProxyOptions): Promise<void> {
+  const poolOptions: Pool.Options = { connections: 128, pipelining: 1, headersTimeout: options.timeoutMs, bodyTimeout: options.timeoutMs };
+  const dispatchers = new Map<string, Dispatcher>();
+  app.addHook('onClose', async () => {
+    await Promise.all([...dispatchers.values()].map((dispatcher) => dispatcher.close()));
+  });
   for (const route of options.routes) {
+    let dispatcher = dispatchers.get(route.service);
+    if (route.urls.length > 1 && !dispatcher) dispatchers.set(route.service, (dispatcher = replicasDispatcher(route.urls, poolOptions)));
     await app.register(proxy, {
-      upstream: route.url,
+      upstream: route.urls[0]!,
       prefix: route.prefix,
       rewritePrefix: route.prefix,
       // Fastify already logs each request and its answer; two more lines per hop only cost.
       disableRequestLogging: true,
-      undici: { connections: 128, pipelining: 1, headersTimeout: options.timeoutMs, bodyTimeout: options.timeoutMs },
+      undici: dispatcher ?? poolOptions,
       replyOptions: {
         rewriteRequestHeaders: (request, headers) => ({
           ...withoutHopByHop(headers),

@@ -1,17 +1,17 @@
 import { SERVICES, type ServiceName } from '@app/contracts';
-import type { PlatformConfig } from '@app/platform';
+import { replicaUrls, type PlatformConfig } from '@app/platform';
 
-/** One row of the gateway's routing table: requests under `prefix` go to `url`, path unchanged. */
+/** One row of the gateway's routing table: requests under `prefix` go to one of `urls` (the service's replicas), path unchanged. */
 export interface Route {
   service: ServiceName;
   prefix: string;
-  url: string;
+  urls: string[];
 }
 
 /** The routing table for a deployment: health, plus every service it runs, from the registry. */
 export function routingTable(config: PlatformConfig): Route[] {
   const services: ServiceName[] = ['health', ...config.PLATFORM_SERVICES.filter((name) => name !== 'health' && name !== 'gateway')];
   return services.flatMap((service) =>
-    SERVICES[service].prefixes.map((prefix) => ({ service, prefix, url: config[SERVICES[service].urlVariable] })),
+    SERVICES[service].prefixes.map((prefix) => ({ service, prefix, urls: replicaUrls(config[SERVICES[service].urlVariable]) })),
   );
 }

@@ -1,6 +1,7 @@
 import { accessTokenClaimsSchema, type AccessTokenClaims } from '@app/contracts';
 import type { FastifyRequest } from 'fastify';
-import { createRemoteJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
+import { createRemoteJWKSet, customFetch, jwtVerify, type JWTVerifyGetKey } from 'jose';
+import { replicaUrls, roundRobin } from '../clients/replicas.js';
 import { LRUCache } from 'lru-cache';
 import { jwksUrlOf, type PlatformConfig } from '../config.js';
 import { AppError, isDependencyUnavailable } from '../http/errors.js';
@@ -15,6 +16,7 @@ export interface Principal {
 }
 
 export interface TokenVerifierOptions {
+  /** sso's JWKS; several URLs separated by commas are its replicas, asked in turn. */
   jwksUrl: string;
   issuer: string;
   audience: string;
@@ -71,10 +73,14 @@ export interface TokenVerifier {
 
 /** sso's JWKS over HTTP, cached, refetched on an unknown `kid` at most once per cooldown. */
 function remoteKeySet(options: TokenVerifierOptions): JWTVerifyGetKey {
-  return createRemoteJWKSet(new URL(options.jwksUrl), {
+  const urls = replicaUrls(options.jwksUrl);
+  const replicas = urls.length > 1 ? roundRobin(urls) : undefined;
+  return createRemoteJWKSet(new URL(urls[0]!), {
     cooldownDuration: options.cooldownMs ?? 30_000,
     cacheMaxAge: options.cacheMaxAgeMs ?? 600_000,
     timeoutDuration: 5_000,
+    // sso's replicas serve one key set: any reachable one answers for all.
+    ...(replicas && { [customFetch]: (_url: string, init: RequestInit) => replicas((url) => fetch(url, init)) }),
   });
 }
 

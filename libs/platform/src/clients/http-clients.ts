@@ -14,6 +14,7 @@ import {
 import { createRequire } from 'node:module';
 import type * as Undici from 'undici';
 import { z } from 'zod';
+import { replicaUrls, roundRobin } from './replicas.js';
 
 /** undici is loaded on first use: the all-in-one, whose peers are in-process, never pays for it. */
 const load = createRequire(import.meta.url);
@@ -54,10 +55,17 @@ export function createHttpClients(options: HttpClientsOptions): HttpClients {
   const timeoutMs = options.timeoutMs ?? CLIENT_TIMEOUT_MS;
   const dispatcher = new Agent({ connections: CONNECTIONS_PER_PEER, headersTimeout: timeoutMs, bodyTimeout: timeoutMs, keepAliveTimeout: 10_000 });
 
-  const urlOf = (service: ServiceName, path: string) => {
-    const base = options.urls[service];
-    if (!base) throw new UpstreamError(service, 'no URL is configured for it');
-    return new URL(path, base);
+  // Each peer's replicas (its URL variable may list several), taken in turn; one nobody
+  // answers at is skipped for the next.
+  const peers = new Map<ServiceName, ReturnType<typeof roundRobin>>();
+  const call = <T>(service: ServiceName, path: string, attempt: (url: URL) => Promise<T>): Promise<T> => {
+    let replicas = peers.get(service);
+    if (!replicas) {
+      const urls = replicaUrls(options.urls[service] ?? '');
+      if (urls.length === 0) throw new UpstreamError(service, 'no URL is configured for it');
+      peers.set(service, (replicas = roundRobin(urls)));
+    }
+    return replicas((base) => attempt(new URL(path, base)));
   };
 
   const authorizationFor = async (service: ServiceName, authority?: CallAuthority): Promise<string> => {
@@ -79,13 +87,15 @@ export function createHttpClients(options: HttpClientsOptions): HttpClients {
     const authorization = await authorizationFor(service, authority);
     let response: Awaited<ReturnType<typeof request>>;
     try {
-      response = await request(urlOf(service, path), {
-        method,
-        dispatcher,
-        headers: body === undefined ? { authorization } : { 'content-type': 'application/json', authorization },
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(timeoutMs),
-      });
+      response = await call(service, path, (url) =>
+        request(url, {
+          method,
+          dispatcher,
+          headers: body === undefined ? { authorization } : { 'content-type': 'application/json', authorization },
+          body: body === undefined ? undefined : JSON.stringify(body),
+          signal: AbortSignal.timeout(timeoutMs),
+        }),
+      );
     } catch (error) {
       if (error instanceof UpstreamError) throw error;
       throw new UpstreamError(service, `unreachable (${(error as Error).name})`);
@@ -124,7 +134,7 @@ export function createHttpClients(options: HttpClientsOptions): HttpClients {
     },
     readiness: async (service) => {
       try {
-        const response = await request(urlOf(service, '/health/readiness'), { dispatcher, signal: AbortSignal.timeout(timeoutMs) });
+        const response = await call(service, '/health/readiness', (url) => request(url, { dispatcher, signal: AbortSignal.timeout(timeoutMs) }));
         const parsed = serviceReadinessSchema.safeParse(await response.body.json().catch(() => undefined));
         if (!parsed.success) throw new UpstreamError(service, 'answered an unexpected readiness report');
         return parsed.data;

@@ -1,0 +1,219 @@
+// Split mode on one machine: every service as its own process, N replicas each, and the
+// gateway in front on PORT balancing each prefix across a service's replicas (the comma
+// separated URL lists of clients/replicas.ts). What Kubernetes does with Deployments and
+// Services, this does with child processes and loopback ports, from the same built entries.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { SERVICES, type ServiceName } from '@app/contracts';
+
+/** The services behind the gateway, each run as N replicas; the gateway runs once, on PORT. */
+export const SPLIT_SERVICES = ['identity', 'credentials', 'sso', 'crud', 'health'] as const satisfies readonly ServiceName[];
+type SplitService = (typeof SPLIT_SERVICES)[number];
+
+/** The backing servers split mode needs: processes share nothing else. */
+export const REQUIRED_VARIABLES = ['DATABASE_URL', 'REDIS_URL', 'NATS_URL'] as const;
+
+/** Replica numbers go up to 9: replica r of a service listens on PORT + 100 r + its registry offset. */
+export const MAX_REPLICAS = 9;
+
+/** How long a process may take to answer its readiness probe (migrations run at start). */
+const READY_TIMEOUT_MS = 60_000;
+/** How long the processes may take to exit on SIGTERM before SIGKILL. */
+const STOP_TIMEOUT_MS = 10_000;
+
+const root = fileURLToPath(new URL('../../..', import.meta.url));
+const entryOf = (service: ServiceName) => `${root}services/${service}/dist/main.js`;
+
+/**
+ * Replica `replica` (1-based) of `service` with the gateway on `port`: the service's registry
+ * port moved up by 100 per replica (crud, 3004 in the registry: 3104, 3204, ... for PORT 3000).
+ */
+export function replicaPort(port: number, service: SplitService, replica: number): number {
+  return port + 100 * replica + (SERVICES[service].port - SERVICES.gateway.port);
+}
+
+export interface SplitOptions {
+  /** Replicas per service, 1 to MAX_REPLICAS. */
+  replicas: number;
+  /** The gateway's port (the replicas' ports follow from it); 0 picks free ports for every process. */
+  port: number;
+  /** The environment every process starts with: must name DATABASE_URL, REDIS_URL and NATS_URL. */
+  env: Record<string, string | undefined>;
+  /** Interface the processes bind (default 127.0.0.1). */
+  host?: string;
+  /** Where each process's output lines go, prefixed with its name (default: this process's stdout). */
+  output?: (name: string, line: string) => void;
+  /**
+   * Whether a process that exits on its own is started again, as Kubernetes restarts a pod
+   * (after 1 s, doubling to 30 s while it keeps failing within a minute of its start); default
+   * true. Either way the others keep serving, and the gateway skips a replica that is down.
+   */
+  restart?: boolean;
+}
+
+export interface SplitProcess {
+  /** `crud#2`, `gateway`. */
+  name: string;
+  service: ServiceName;
+  url: string;
+  /** The running process (a new one after a restart). */
+  child: ChildProcess;
+  /** Resolves with its exit code or signal when the current child exits. */
+  exited: Promise<number | string | null>;
+}
+
+export interface SplitCluster {
+  /** The gateway: the one address clients use. */
+  url: string;
+  /** Each service's replicas' URLs, in replica order. */
+  replicas: Record<SplitService, string[]>;
+  processes: SplitProcess[];
+  /** SIGTERM to every process (the gateway first), SIGKILL after a timeout; resolves with whether all exited 0. */
+  stop(): Promise<boolean>;
+}
+
+/** Says which of the backing servers' variables `env` lacks, in the order split mode needs them. */
+export function missingVariables(env: Record<string, string | undefined>): string[] {
+  return REQUIRED_VARIABLES.filter((name) => !env[name]);
+}
+
+const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+
+/** Polls the process's readiness probe; its first start must succeed (no restart is waited for). */
+async function waitUntilReady(process: SplitProcess): Promise<void> {
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  let gone = false;
+  void process.exited.then(() => (gone = true));
+  for (;;) {
+    if (gone) throw new Error(`${process.name} exited before it was ready (exit ${process.child.exitCode ?? process.child.signalCode})`);
+    const ready = await fetch(`${process.url}/health/readiness`, { signal: AbortSignal.timeout(2_000) }).then(
+      (response) => response.status === 200,
+      () => false,
+    );
+    if (ready) return;
+    if (Date.now() > deadline) throw new Error(`${process.name} was not ready within ${READY_TIMEOUT_MS / 1000} s (${process.url}/health/readiness)`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/**
+ * Starts every service's replicas, waits until each is ready, then the gateway; stops what it
+ * started when any of them fails to start.
+ */
+export async function startSplit(options: SplitOptions): Promise<SplitCluster> {
+  const missing = missingVariables(options.env);
+  if (missing.length > 0) throw new Error(`split mode needs ${missing.join(', ')} (the servers its processes share)`);
+  if (!Number.isInteger(options.replicas) || options.replicas < 1 || options.replicas > MAX_REPLICAS) {
+    throw new Error(`replicas must be a whole number from 1 to ${MAX_REPLICAS} (got ${options.replicas})`);
+  }
+  const host = options.host ?? '127.0.0.1';
+  const output = options.output ?? ((name, line) => process.stdout.write(`[${name}] ${line}\n`));
+  const portOf = async (service: SplitService | 'gateway', replica: number) =>
+    options.port === 0 ? freePort() : service === 'gateway' ? options.port : replicaPort(options.port, service, replica);
+
+  const replicas = {} as Record<SplitService, string[]>;
+  const plan: { name: string; service: ServiceName; port: number }[] = [];
+  for (const service of SPLIT_SERVICES) {
+    replicas[service] = [];
+    for (let replica = 1; replica <= options.replicas; replica++) {
+      const port = await portOf(service, replica);
+      replicas[service].push(`http://127.0.0.1:${port}`);
+      plan.push({ name: `${service}#${replica}`, service, port });
+    }
+  }
+  const gatewayPort = await portOf('gateway', 0);
+  // Every process learns where every service's replicas are: sso calls identity and
+  // credentials, verifiers fetch sso's keys, the gateway and health reach them all.
+  const urls = Object.fromEntries(SPLIT_SERVICES.map((service) => [SERVICES[service].urlVariable, replicas[service].join(',')]));
+  const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
+
+  const processes: SplitProcess[] = [];
+  const restart = options.restart ?? true;
+  let stopping = false;
+  const timers = new Set<NodeJS.Timeout>();
+
+  type Member = SplitProcess & { backoffMs?: number };
+  const spawnChild = (member: Member, port: number) => {
+    const child = spawn(process.execPath, [entryOf(member.service)], {
+      cwd: root,
+      env: { ...options.env, ...urls, GATEWAY_URL: gatewayUrl, PORT: String(port), HOST: host },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    for (const stream of [child.stdout, child.stderr]) {
+      let rest = '';
+      stream.setEncoding('utf8');
+      stream.on('data', (chunk: string) => {
+        const lines = (rest + chunk).split('\n');
+        rest = lines.pop() ?? '';
+        for (const line of lines) output(member.name, line);
+      });
+      stream.on('end', () => rest && output(member.name, rest));
+    }
+    const startedAt = Date.now();
+    member.child = child;
+    member.exited = new Promise((resolve) =>
+      child.once('exit', (code, signal) => {
+        resolve(code ?? signal);
+        if (stopping) return;
+        // A crash loop backs off; a process that ran for a minute starts again from 1 s.
+        member.backoffMs = Date.now() - startedAt > 60_000 ? 1_000 : Math.min((member.backoffMs ?? 500) * 2, 30_000);
+        output(member.name, `exited on its own (${code ?? signal})${restart ? `; starting it again in ${member.backoffMs / 1000} s` : ''}`);
+        if (!restart) return;
+        const timer = setTimeout(() => {
+          timers.delete(timer);
+          if (!stopping) spawnChild(member, port);
+        }, member.backoffMs);
+        timers.add(timer);
+      }),
+    );
+  };
+
+  const launch = (name: string, service: ServiceName, port: number): SplitProcess => {
+    const member = { name, service, url: `http://127.0.0.1:${port}` } as Member;
+    spawnChild(member, port);
+    processes.push(member);
+    return member;
+  };
+
+  const stop = async (): Promise<boolean> => {
+    stopping = true;
+    for (const timer of timers) clearTimeout(timer);
+    // The gateway first, so no request reaches a replica that is going away.
+    const order = [...processes].sort((a, b) => Number(b.service === 'gateway') - Number(a.service === 'gateway'));
+    const codes: (number | string | null)[] = [];
+    for (const group of [order.filter((p) => p.service === 'gateway'), order.filter((p) => p.service !== 'gateway')]) {
+      for (const member of group) if (member.child.exitCode === null && member.child.signalCode === null) member.child.kill('SIGTERM');
+      codes.push(
+        ...(await Promise.all(
+          group.map(async (member) => {
+            const exited = member.exited;
+            const outcome = await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, STOP_TIMEOUT_MS, 'timeout'))]);
+            if (outcome === 'timeout') member.child.kill('SIGKILL');
+            return exited;
+          }),
+        )),
+      );
+    }
+    return codes.every((code) => code === 0);
+  };
+
+  try {
+    const started = plan.map(({ name, service, port }) => launch(name, service, port));
+    await Promise.all(started.map((member) => waitUntilReady(member)));
+    const gateway = launch('gateway', 'gateway', gatewayPort);
+    await waitUntilReady(gateway);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { url: gatewayUrl, replicas, processes, stop };
+}
