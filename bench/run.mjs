@@ -9,7 +9,8 @@
 //      (e) refresh_token grants, (f) password logins (closed loop: each worker sends its next
 //      request when the last is answered), then (a) at half rate beside 40 logins a second;
 //   3. split: crud and the gateway as two processes on real Postgres (a fresh database),
-//      Redis and NATS, tokens from a JWKS the bench serves: (c) cached read-by-id via the gateway;
+//      Redis and NATS, tokens from a JWKS the bench serves: (c) cached read-by-id via the gateway,
+//      with one crud process and then with two replicas the gateway balances (issue 12);
 //   4. `npm start` exactly as a newcomer runs it: seconds to readiness on a first start (empty
 //      data directory) and a second one, idle RSS of the process tree after 100 requests and a
 //      5 s pause, seconds from Ctrl-C to exit with a keep-alive client connected.
@@ -112,6 +113,7 @@ const LABELS = {
   logins: '(f) all-in-one: password grant (argon2id)',
   readDuringLogins: '(a) at half rate, with 40 logins/s',
   split: '(c) split: cached read-by-id, gateway -> crud',
+  split2: '(c) split, 2 crud replicas behind the gateway',
   splitList: 'split: list (limit 20), cached',
   splitCreate: 'split: create',
   splitUncached: 'split: read-by-id, uncached',
@@ -521,35 +523,43 @@ async function startJwks() {
 }
 
 /** 3. crud and the gateway as separate processes on a fresh database, real Redis and NATS. */
-function startSplit(jwks) {
+function startSplit(jwks, { crudReplicas = 1 } = {}) {
   return withParts(async (own) => {
     const dir = tempDir('split');
     own(async () => removeDir(dir));
     const database = await createDatabase();
     own(database.drop);
-    const [crudPort, gatewayPort] = [await freePort(), await freePort()];
+    const crudPorts = [];
+    for (let i = 0; i < crudReplicas; i++) crudPorts.push(await freePort());
+    const gatewayPort = await freePort();
     const verify = { JWKS_URL: jwks.url, JWT_ISSUER: ISSUER, JWT_AUDIENCE: AUDIENCE, NODE_ENV: 'production' };
-    const crudEnv = nodeEnv({ ...verify, PORT: String(crudPort), DATABASE_URL: database.url, REDIS_URL, NATS_URL });
-    const startCrud = (ttl) =>
-      startProcess('crud', process.execPath, [join(root, ENTRIES.crud)], {
-        env: { ...crudEnv, ...(ttl === undefined ? {} : { CACHE_TTL_SECONDS: String(ttl) }) },
-        log: join(dir, 'crud.log'),
-        ready: answers(`http://127.0.0.1:${crudPort}/health/readiness`),
+    const startCrud = (port, replica, ttl) =>
+      startProcess(`crud#${replica}`, process.execPath, [join(root, ENTRIES.crud)], {
+        env: nodeEnv({ ...verify, PORT: String(port), DATABASE_URL: database.url, REDIS_URL, NATS_URL, ...(ttl === undefined ? {} : { CACHE_TTL_SECONDS: String(ttl) }) }),
+        log: join(dir, `crud-${replica}.log`),
+        ready: answers(`http://127.0.0.1:${port}/health/readiness`),
       });
-    let crud = await startCrud();
-    own(() => stopProcess(crud));
+    const cruds = [];
+    for (const [index, port] of crudPorts.entries()) {
+      const replica = index + 1;
+      cruds[index] = await startCrud(port, replica);
+      own(() => stopProcess(cruds[index]));
+    }
+    // Several replicas: the gateway balances them as `npm run start:split` wires it (a URL list).
     const gateway = await startProcess('gateway', process.execPath, [join(root, ENTRIES.gateway)], {
-      env: nodeEnv({ ...verify, PORT: String(gatewayPort), PLATFORM_SERVICES: 'crud', CRUD_URL: `http://127.0.0.1:${crudPort}` }),
+      env: nodeEnv({ ...verify, PORT: String(gatewayPort), PLATFORM_SERVICES: 'crud', CRUD_URL: crudPorts.map((port) => `http://127.0.0.1:${port}`).join(',') }),
       log: join(dir, 'gateway.log'),
       ready: answers(`http://127.0.0.1:${gatewayPort}/health/liveness`),
     });
     own(() => stopProcess(gateway));
     return {
       base: `http://127.0.0.1:${gatewayPort}`,
-      /** Restarts crud alone, on the same port and database, with another cache TTL. */
+      /** Restarts crud alone, on the same ports and database, with another cache TTL. */
       restartCrud: async (ttl) => {
-        await stopProcess(crud);
-        crud = await startCrud(ttl);
+        for (const [index, port] of crudPorts.entries()) {
+          await stopProcess(cruds[index]);
+          cruds[index] = await startCrud(port, index + 1, ttl);
+        }
       },
     };
   });
@@ -857,6 +867,17 @@ async function runRound(round, jwks) {
     }
   });
 
+  if (ONLY.includes('split')) await phase(round, 'split mode, 2 crud replicas', async () => {
+    const split = await startSplit(jwks, { crudReplicas: 2 });
+    try {
+      const token = await jwks.mint();
+      const id = await createProduct(split.base, token);
+      rows.push(await measure(round, 'split2', { url: `${split.base}/api/v1/products/${id}`, headers: { authorization: `Bearer ${token}` } }));
+    } finally {
+      await split.stop();
+    }
+  });
+
   if (ONLY.includes('npm-start')) await phase(round, 'npm start', async () => startRounds.push(await npmStartScenario(round)));
 
   const baseline = rows.find((row) => row.key === 'baseline' && row.failures === 0);
@@ -881,10 +902,18 @@ function median(values) {
   return sorted.length % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
 }
 
+/** Whether the system a scenario belongs to was asked for (BENCH_ONLY). */
+function systemRan(key) {
+  if (key === 'baseline') return ONLY.includes('nginx');
+  if (key.startsWith('split')) return ONLY.includes('split');
+  return ONLY.includes('all-in-one');
+}
+
 function report(rounds) {
-  const keys = Object.keys(LABELS).filter((key) => !key.startsWith('split') || key === 'split' || EXTRA);
+  const keys = Object.keys(LABELS).filter((key) => !key.startsWith('split') || key === 'split' || key === 'split2' || EXTRA);
   console.log(`\nmedian of ${rounds.length} round(s); ratios are to the same round's nginx baseline, then their median`);
-  const table = keys.map((key) => {
+  // Scenarios of a system BENCH_ONLY left out were not run: no row, not a broken one.
+  const table = keys.filter(systemRan).map((key) => {
     const counted = rounds.flatMap((rows) => rows.filter((row) => row.key === key && row.failures === 0));
     const ratios = counted.flatMap((row) => (row.ratio === undefined ? [] : [row.ratio]));
     const summary = {
