@@ -32,13 +32,16 @@ function upstreamError(route: Route) {
  * gateway's own connection handling decides them. `expect` too: Node has already answered
  * `100 Continue` to the client, and undici refuses to send it upstream (a 502 otherwise).
  */
-const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'expect'];
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'expect']);
 
+/** A copy of `headers` without the hop-by-hop ones (built by adding, not deleting: it runs twice per proxied request). */
 function withoutHopByHop<Headers extends Record<string, unknown>>(headers: Headers): Headers {
-  const listed = typeof headers.connection === 'string' ? headers.connection.toLowerCase().split(',').map((name) => name.trim()) : [];
-  const kept = { ...headers };
-  for (const name of [...HOP_BY_HOP, ...listed]) delete kept[name];
-  return kept;
+  const listed = typeof headers.connection === 'string' ? headers.connection.toLowerCase().split(',').map((name) => name.trim()) : undefined;
+  const kept: Record<string, unknown> = {};
+  for (const name in headers) {
+    if (!HOP_BY_HOP.has(name) && !listed?.includes(name)) kept[name] = headers[name];
+  }
+  return kept as Headers;
 }
 
 export interface ProxyOptions {
@@ -93,15 +96,16 @@ export async function registerProxies(app: App, options: ProxyOptions): Promise<
       disableRequestLogging: true,
       undici: dispatcher ?? poolOptions,
       replyOptions: {
-        rewriteRequestHeaders: (request, headers) => ({
-          ...withoutHopByHop(headers),
-          'x-request-id': String(request.id),
+        rewriteRequestHeaders: (request, headers) => {
+          const kept: Record<string, unknown> = withoutHopByHop(headers);
+          kept['x-request-id'] = String(request.id);
           // One entry: the client as the edge rule resolves it. Whatever a client wrote there
           // itself is dropped, so a service that trusts only the gateway cannot be told
           // another address.
-          'x-forwarded-for': clientAddress(options.trustedProxies, request.socket.remoteAddress, request.headers['x-forwarded-for']),
-          'x-forwarded-proto': request.protocol,
-        }),
+          kept['x-forwarded-for'] = clientAddress(options.trustedProxies, request.socket.remoteAddress, request.headers['x-forwarded-for']);
+          kept['x-forwarded-proto'] = request.protocol;
+          return kept as typeof headers;
+        },
         // Without this an upstream's `connection: keep-alive` would override a client's
         // `Connection: close` (or HTTP/1.0) and hold its socket until the keep-alive timeout.
         rewriteHeaders: (headers) => withoutHopByHop(headers),
