@@ -10,7 +10,8 @@
 //      request when the last is answered), then (a) at half rate beside 40 logins a second;
 //   3. split: crud and the gateway as two processes on real Postgres (a fresh database),
 //      Redis and NATS, tokens from a JWKS the bench serves: (c) cached read-by-id via the gateway,
-//      with one crud process and then with two replicas the gateway balances (issue 12);
+//      with one crud process, with 10,000 revoked sessions seeded into every verifier's set
+//      (issue 11: >= 0.95x the plain (c)), and with two replicas the gateway balances (issue 12);
 //   4. `npm start` exactly as a newcomer runs it: seconds to readiness on a first start (empty
 //      data directory) and a second one, idle RSS of the process tree after 100 requests and a
 //      5 s pause, seconds from Ctrl-C to exit with a keep-alive client connected.
@@ -40,6 +41,7 @@ import autocannon from 'autocannon';
 import { Pool } from 'undici';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import pg from 'pg';
+import { Redis } from 'ioredis';
 import { topSelfTime } from './cpu-profile.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -97,6 +99,7 @@ const TARGETS = {
   read: { text: '>= 0.5x nginx', pass: (row) => row.ratio >= 0.5 },
   ping: { text: '>= 0.7x nginx', pass: (row) => row.ratio >= 0.7 },
   split: { text: '>= 0.25x nginx', pass: (row) => row.ratio >= 0.25 },
+  splitRevoked: { text: '>= 0.95x (c)', pass: (row) => row.ofSplit >= 0.95 },
   half: { text: 'p99 <= 5 ms', pass: (row) => row.p99 <= 5 },
   clientCredentials: { text: '>= 1000 tokens/s', pass: (row) => row.rps >= 1000 },
   refresh: { text: '>= 500 tokens/s', pass: (row) => row.rps >= 500 },
@@ -114,6 +117,7 @@ const LABELS = {
   readDuringLogins: '(a) at half rate, with 40 logins/s',
   split: '(c) split: cached read-by-id, gateway -> crud',
   split2: '(c) split, 2 crud replicas behind the gateway',
+  splitRevoked: '(c) split, 10,000 revoked sessions in the set',
   splitList: 'split: list (limit 20), cached',
   splitCreate: 'split: create',
   splitUncached: 'split: read-by-id, uncached',
@@ -509,8 +513,8 @@ async function startJwks() {
   });
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   live.servers.add(server);
-  const mint = () =>
-    new SignJWT({ roles: [] })
+  const mint = (claims = {}) =>
+    new SignJWT({ roles: [], ...claims })
       .setProtectedHeader({ alg: 'ES256', kid, typ: 'at+jwt' })
       .setIssuer(ISSUER)
       .setAudience(AUDIENCE)
@@ -523,6 +527,42 @@ async function startJwks() {
 }
 
 /** 3. crud and the gateway as separate processes on a fresh database, real Redis and NATS. */
+/** Revoked sessions in the set of every verifier for the revocation-cost scenario (issue 11). */
+const REVOCATION_COUNT = 10_000;
+/** Where sso keeps live revocations for verifiers to seed from (libs/contracts REVOCATIONS_CACHE_KEY). */
+const REVOCATIONS_CACHE_KEY = 'sso:revocations';
+
+/**
+ * Puts `count` revoked sessions into the shared cache's revocation set, as sso records them
+ * (member: the event's JSON, score: when its tokens have all expired), so the processes
+ * started next seed their in-memory sets with them. `remove()` takes exactly these out again.
+ */
+async function seedRevocations(count) {
+  const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  await redis.connect();
+  const expiresAt = Math.floor(Date.now() / 1000) + 900;
+  const members = Array.from({ length: count }, () => JSON.stringify({ kind: 'session', id: `bench-${randomUUID()}`, expiresAt }));
+  try {
+    for (let i = 0; i < members.length; i += 1000) {
+      await redis.zadd(REVOCATIONS_CACHE_KEY, ...members.slice(i, i + 1000).flatMap((member) => [expiresAt, member]));
+    }
+  } catch (error) {
+    redis.disconnect();
+    throw error;
+  }
+  return {
+    /** One of the revoked sessions' ids. */
+    sid: JSON.parse(members[0]).id,
+    remove: async () => {
+      try {
+        for (let i = 0; i < members.length; i += 1000) await redis.zrem(REVOCATIONS_CACHE_KEY, ...members.slice(i, i + 1000));
+      } finally {
+        redis.disconnect();
+      }
+    },
+  };
+}
+
 function startSplit(jwks, { crudReplicas = 1 } = {}) {
   return withParts(async (own) => {
     const dir = tempDir('split');
@@ -867,6 +907,27 @@ async function runRound(round, jwks) {
     }
   });
 
+  if (ONLY.includes('split')) await phase(round, 'split mode, 10,000 revocations', async () => {
+    const revoked = await seedRevocations(REVOCATION_COUNT);
+    try {
+      const split = await startSplit(jwks);
+      try {
+        const token = await jwks.mint();
+        const id = await createProduct(split.base, token);
+        // The set is loaded: a token of a revoked session is refused.
+        const refused = await fetch(`${split.base}/api/v1/products/${id}`, { headers: { authorization: `Bearer ${await jwks.mint({ sid: revoked.sid })}` } });
+        await expectStatus(refused, 401, 'a token of a seeded revoked session');
+        const row = await measure(round, 'splitRevoked', { url: `${split.base}/api/v1/products/${id}`, headers: { authorization: `Bearer ${token}` } });
+        const plain = rows.find((other) => other.key === 'split' && other.failures === 0);
+        rows.push({ ...row, ofSplit: plain ? row.rps / plain.rps : undefined });
+      } finally {
+        await split.stop();
+      }
+    } finally {
+      await revoked.remove();
+    }
+  });
+
   if (ONLY.includes('split')) await phase(round, 'split mode, 2 crud replicas', async () => {
     const split = await startSplit(jwks, { crudReplicas: 2 });
     try {
@@ -910,7 +971,7 @@ function systemRan(key) {
 }
 
 function report(rounds) {
-  const keys = Object.keys(LABELS).filter((key) => !key.startsWith('split') || key === 'split' || key === 'split2' || EXTRA);
+  const keys = Object.keys(LABELS).filter((key) => !key.startsWith('split') || ['split', 'split2', 'splitRevoked'].includes(key) || EXTRA);
   console.log(`\nmedian of ${rounds.length} round(s); ratios are to the same round's nginx baseline, then their median`);
   // Scenarios of a system BENCH_ONLY left out were not run: no row, not a broken one.
   const table = keys.filter(systemRan).map((key) => {
@@ -922,11 +983,12 @@ function report(rounds) {
       p99: median(counted.map((r) => r.p99)),
       ratio: median(ratios),
       idleP99: median(counted.map((r) => r.idleP99 ?? 0)),
+      ofSplit: median(counted.flatMap((r) => (r.ofSplit === undefined ? [] : [r.ofSplit]))),
     };
     const target = TARGETS[key];
     let verdict = '';
     if (target) {
-      const measurable = counted.length > 0 && (key === 'half' || key === 'readDuringLogins' || summary.ratio !== undefined);
+      const measurable = counted.length > 0 && (key === 'half' || key === 'readDuringLogins' || (key === 'splitRevoked' ? summary.ofSplit !== undefined : summary.ratio !== undefined));
       verdict = measurable ? (target.pass(summary) ? 'PASS' : 'FAIL') : 'BROKEN';
     }
     return {
@@ -935,7 +997,7 @@ function report(rounds) {
       'p50 ms': summary.p50 ?? '-',
       'p99 ms': summary.p99 ?? '-',
       'x nginx': summary.ratio === undefined ? '-' : summary.ratio.toFixed(2),
-      target: target?.text ?? '',
+      target: (target?.text ?? '') + (key === 'splitRevoked' && summary.ofSplit !== undefined ? ` (${summary.ofSplit.toFixed(2)}x)` : ''),
       verdict,
       rounds: `${counted.length}/${rounds.length}`,
     };
