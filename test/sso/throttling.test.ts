@@ -32,7 +32,9 @@ describe.each(cases)('throttles a client under the address the edge resolves, wh
       const response = await signUp({ 'x-forwarded-for': `198.51.100.${i + 1}` });
       expect(response.status).toBe(201);
       expect(response.headers.get('ratelimit-limit')).toBe(String(SIGNUP_LIMIT));
+      expect(response.headers.get('ratelimit-policy')).toBe(`"signup";q=${SIGNUP_LIMIT};w=600`);
       const next = Number(response.headers.get('ratelimit-remaining'));
+      expect(response.headers.get('ratelimit')).toMatch(new RegExp(`^"signup";r=${next};t=\\d+$`));
       expect(next).toBeLessThan(remaining);
       remaining = next;
     }
@@ -44,6 +46,7 @@ describe.each(cases)('throttles a client under the address the edge resolves, wh
     expect(retryAfter).toBeLessThanOrEqual(600);
     expect(refused.headers.get('ratelimit-remaining')).toBe('0');
     expect(Number(refused.headers.get('ratelimit-reset'))).toBe(retryAfter);
+    expect(refused.headers.get('ratelimit')).toBe(`"signup";r=0;t=${retryAfter}`);
     const body = (await refused.json()) as Record<string, unknown>;
     expect(body).toMatchObject({ status: 429, code: 'IDENTITY_SIGNUP_RATE_LIMITED', title: 'Requisições em excesso' });
     expect(String(body.detail)).toContain(`${retryAfter} segundos`);

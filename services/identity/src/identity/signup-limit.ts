@@ -44,11 +44,16 @@ function cacheStore(shared: Cache, logger: Logger) {
 /** The route option that throttles POST /api/v1/identity per client address. */
 export type SignupRateLimit = NonNullable<RateLimitPluginOptions> & { max: number; timeWindow: number };
 
+/** The policy's name in the structured RateLimit headers. */
+const POLICY = 'signup';
+
 /**
  * Registers @fastify/rate-limit for the routes of this plugin that ask for it (none
- * globally) and returns the route option for sign-up. Answers carry the IETF draft's
- * `RateLimit-Limit`/`RateLimit-Remaining`/`RateLimit-Reset` (enableDraftSpec) and, once over,
- * 429 problem+json with `Retry-After`.
+ * globally) and returns the route option for sign-up. Answers carry the IETF httpapi draft's
+ * headers in both its shapes: the current structured pair, `RateLimit-Policy: "signup";q=100;w=600`
+ * and `RateLimit: "signup";r=<remaining>;t=<seconds to reset>`, and the earlier
+ * `RateLimit-Limit`/`-Remaining`/`-Reset` (enableDraftSpec) that clients already read; once
+ * over, 429 problem+json with `Retry-After`.
  */
 export async function registerSignupLimit(app: App, options: SignupLimitOptions): Promise<SignupRateLimit> {
   const trusted = parseTrustedProxies(options.trustProxy);
@@ -61,6 +66,15 @@ export async function registerSignupLimit(app: App, options: SignupLimitOptions)
       const retryAfter = Math.max(1, Math.ceil(context.ttl / 1000));
       return new AppError('IDENTITY_SIGNUP_RATE_LIMITED', 429, 'error.signupRateLimited', { retryAfter }, { 'retry-after': String(retryAfter) });
     },
+  });
+  // The plugin sets the earlier headers on every limited answer, the 429 included; the
+  // structured pair is derived from them, so both always agree.
+  app.addHook('onSend', async (_request, reply, payload) => {
+    const limit = reply.getHeader('ratelimit-limit');
+    if (limit === undefined) return payload;
+    reply.header('ratelimit-policy', `"${POLICY}";q=${String(limit)};w=${options.windowSeconds}`);
+    reply.header('ratelimit', `"${POLICY}";r=${String(reply.getHeader('ratelimit-remaining'))};t=${String(reply.getHeader('ratelimit-reset'))}`);
+    return payload;
   });
   return { max: options.max, timeWindow: options.windowSeconds * 1000 };
 }
