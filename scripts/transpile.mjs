@@ -1,8 +1,10 @@
 // Every workspace's TypeScript transpiled to its dist/ with esbuild: the same file layout tsc
 // emits, in well under a second, with no type check (that stays `npm run typecheck`'s job).
-// `npm start` and `npm run start:split` run it first, so a fresh clone needs no build step.
+// `npm start` and `npm run start:split` run it first, and `npm ci` (postinstall) once, so a
+// fresh clone needs no build step before `npm start` or `npm test`.
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { build, stop } from 'esbuild';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -38,3 +40,5 @@ export async function transpileWorkspaces() {
   // esbuild's compiler runs as a child process; it has nothing left to do.
   stop();
 }
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) await transpileWorkspaces();
