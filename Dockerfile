@@ -7,6 +7,10 @@
 # SERVICE is a folder under services/, PORT its port (DEFAULT_PORTS in libs/platform/src/config.ts).
 # The image runs `node dist/main.js` from services/$SERVICE; the same image runs the service's
 # migrations with `node dist/migrate.js` (the Kubernetes Job and the compose migrate step).
+# The one-process platform (deploy/k8s/overlays/all-in-one) is the workspace apps/all-in-one:
+#
+#   docker build --build-arg SERVICE=all-in-one --build-arg WORKSPACE=apps/all-in-one \
+#     --build-arg PORT=3000 -t api-platform/all-in-one .
 
 ARG NODE_IMAGE=node:20-slim
 
@@ -42,6 +46,7 @@ RUN mkdir -p /out \
 # compiled here, where the toolchain is, so the runtime stage carries no compiler.
 FROM ${NODE_IMAGE} AS deps
 ARG SERVICE
+ARG WORKSPACE=services/${SERVICE}
 RUN test -n "$SERVICE" \
  || { echo 'build with --build-arg SERVICE=<folder under services/> --build-arg PORT=<its port>' >&2; exit 1; }
 RUN apt-get update \
@@ -54,13 +59,14 @@ COPY --from=manifests /out/ ./
 # off (the root postinstall runs prisma generate, a build step); argon2's runs alone after:
 # node-gyp-build keeps its prebuilt binary when it loads and compiles it otherwise, against
 # the image's own Node headers (nodedir) rather than a download.
-RUN npm ci --omit=dev --omit=optional --ignore-scripts -w "services/${SERVICE}" \
+RUN npm ci --omit=dev --omit=optional --ignore-scripts -w "${WORKSPACE}" \
  && if [ -d node_modules/argon2 ]; then npm rebuild argon2 --nodedir=/usr/local; fi \
  && npm cache clean --force
 
 # ---- runtime: the service's dependencies, every workspace's compiled code, a non-root user.
 FROM ${NODE_IMAGE} AS runtime
 ARG SERVICE
+ARG WORKSPACE=services/${SERVICE}
 ARG PORT
 RUN test -n "$SERVICE" && test -n "$PORT" \
  || { echo 'build with --build-arg SERVICE=<folder under services/> --build-arg PORT=<its port>' >&2; exit 1; }
@@ -71,11 +77,11 @@ ENV NODE_ENV=production PORT=${PORT} MALLOC_MMAP_THRESHOLD_=131072
 WORKDIR /app
 COPY --from=deps /app/ ./
 COPY --from=build /out/ ./
-RUN test -f "services/${SERVICE}/dist/main.js" \
- || { echo "services/${SERVICE}/dist/main.js missing: is SERVICE a folder under services/?" >&2; exit 1; }
+RUN test -f "${WORKSPACE}/dist/main.js" \
+ || { echo "${WORKSPACE}/dist/main.js missing: is SERVICE a folder under services/ (or WORKSPACE apps/all-in-one)?" >&2; exit 1; }
 # The node image's `node` user, by number so Kubernetes' runAsNonRoot can verify it.
 USER 1000:1000
-WORKDIR /app/services/${SERVICE}
+WORKDIR /app/${WORKSPACE}
 EXPOSE ${PORT}
 # Compose waits on this; Kubernetes ignores it and uses the Deployment's probes instead.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \

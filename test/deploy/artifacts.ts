@@ -174,6 +174,7 @@ export interface Container {
   readinessProbe?: Probe;
   lifecycle?: { preStop?: { exec?: { command: string[] } } };
   resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
+  volumeMounts?: { name: string; mountPath: string }[];
   securityContext?: { readOnlyRootFilesystem?: boolean; allowPrivilegeEscalation?: boolean; runAsNonRoot?: boolean };
 }
 export interface PodTemplate {

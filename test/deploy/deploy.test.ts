@@ -1,10 +1,15 @@
 // Cross-checks the deployment artifacts against the code they deploy: no Docker engine or
 // cluster here, so the Dockerfile, docker-compose.yml and the kustomize manifests are parsed
 // and held to the repository's facts (services, ports, config schema, entries, migrations).
+import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import { describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { buildPlatform } from '@app/all-in-one';
 import { DOMAIN_SERVICES, SERVICES, type ServiceName } from '@app/contracts';
-import { loadConfig, type PlatformConfig } from '@app/platform';
+import { buildGateway } from '@app/gateway';
+import { buildServiceApp, loadConfig, type App, type PlatformConfig } from '@app/platform';
+import { openTestDependencies } from '@app/testing';
+import { parseAllDocuments } from 'yaml';
 import {
   callsOf,
   configKeysOf,
@@ -134,7 +139,8 @@ describe('Dockerfile', () => {
 
   it('installs only the service\'s production dependencies, without install scripts but argon2\'s', () => {
     const install = inStage('deps', 'RUN').map((i) => i.args).find((args) => args.includes('npm ci'));
-    expect(install).toMatch(/npm ci --omit=dev --omit=optional --ignore-scripts -w "services\/\$\{SERVICE\}"/);
+    expect(install).toMatch(/npm ci --omit=dev --omit=optional --ignore-scripts -w "\$\{WORKSPACE\}"/);
+    expect(inStage('deps', 'ARG').map((i) => i.args)).toEqual(['SERVICE', 'WORKSPACE=services/${SERVICE}']);
     expect(install).toContain('npm rebuild argon2');
   });
 
@@ -145,13 +151,13 @@ describe('Dockerfile', () => {
   });
 
   it('starts dist/main.js of the service from its folder, in exec form', () => {
-    expect(runtime('WORKDIR').at(-1)?.args).toBe('/app/services/${SERVICE}');
+    expect(runtime('WORKDIR').at(-1)?.args).toBe('/app/${WORKSPACE}');
     expect(runtime('CMD').map((i) => JSON.parse(i.args) as string[])).toEqual([['node', 'dist/main.js']]);
     for (const service of services) expect([service, distEntryExists(service, 'dist/main.js')]).toEqual([service, true]);
   });
 
   it('takes the service and its port as build arguments, listens on and exposes that port', () => {
-    expect(runtime('ARG').map((i) => i.args)).toEqual(['SERVICE', 'PORT']);
+    expect(runtime('ARG').map((i) => i.args)).toEqual(['SERVICE', 'WORKSPACE=services/${SERVICE}', 'PORT']);
     expect(runtime('ENV').map((i) => i.args).join(' ')).toMatch(/\bPORT=\$\{PORT\}/);
     expect(runtime('ENV').map((i) => i.args).join(' ')).toMatch(/\bNODE_ENV=production\b/);
     expect(runtime('EXPOSE').map((i) => i.args)).toEqual(['${PORT}']);
@@ -444,4 +450,97 @@ describe('deploy/k8s/overlays/production', () => {
       }
     }
   });
+});
+
+const K8S_ALL_IN_ONE = join(K8S_PRODUCTION, '../all-in-one');
+const kubectl = spawnSync('kubectl', ['version', '--client'], { encoding: 'utf8' }).status === 0;
+
+/** `kubectl kustomize <dir>`: the objects a cluster would be given. */
+function rendered(dir: string): K8sObject[] {
+  const result = spawnSync('kubectl', ['kustomize', dir], { encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 });
+  if (result.status !== 0) throw new Error(`kubectl kustomize ${dir} failed: ${result.stderr}`);
+  return parseAllDocuments(result.stdout).map((document) => document.toJS() as K8sObject);
+}
+
+/** Every probe path of a container, with the probe it belongs to. */
+const probePaths = (container: Container) =>
+  [container.startupProbe, container.livenessProbe, container.readinessProbe].flatMap((probe) => (probe ? [probe.httpGet.path] : []));
+
+// kubectl is installed on every machine of this project's CI; without it the renders cannot be checked.
+(kubectl ? describe : describe.skip)('deploy/k8s as kubectl kustomize renders it', () => {
+  it.each([['base', K8S_BASE], ['production', K8S_PRODUCTION], ['all-in-one', K8S_ALL_IN_ONE]])('renders the %s kustomization', (_name, dir) => {
+    expect(rendered(dir).length).toBeGreaterThan(0);
+  });
+
+  it('production runs 2+ replicas of every service, each with an autoscaler, a disruption budget and a NetworkPolicy', () => {
+    const objects = rendered(K8S_PRODUCTION);
+    const deployments = ofKind(objects, 'Deployment');
+    expect(deployments.map((d) => d.metadata.name).sort()).toEqual([...PLATFORM_SERVICES].sort());
+    for (const deployment of deployments) {
+      const name = deployment.metadata.name;
+      const hpa = ofKind(objects, 'HorizontalPodAutoscaler').find((h) => (h.spec as { scaleTargetRef: { name: string } }).scaleTargetRef.name === name);
+      expect([name, (hpa?.spec as { minReplicas?: number } | undefined)?.minReplicas ?? 0]).toEqual([name, expect.any(Number)]);
+      expect((hpa!.spec as { minReplicas: number }).minReplicas).toBeGreaterThanOrEqual(2);
+      expect([name, ofKind(objects, 'PodDisruptionBudget').some((pdb) => selects((pdb.spec as { selector: { matchLabels: Record<string, string> } }).selector.matchLabels, deployment.spec.template.metadata.labels))]).toEqual([name, true]);
+      expect([name, ofKind(objects, 'NetworkPolicy').some((policy) => selects((policy.spec as { podSelector: { matchLabels?: Record<string, string> } }).podSelector.matchLabels ?? {}, deployment.spec.template.metadata.labels))]).toEqual([name, true]);
+    }
+    // Migrations run as Jobs before the rollout, one per service with tables.
+    expect(ofKind(objects, 'Job').map((job) => job.metadata.name).sort()).toEqual(migrated.map((service) => `${service}-migrate`).sort());
+  });
+
+  it('all-in-one runs the one-process image alone: one Deployment of one pod, its Service and Ingress, no Jobs', () => {
+    const objects = rendered(K8S_ALL_IN_ONE);
+    const deployments = ofKind(objects, 'Deployment');
+    expect(deployments.map((d) => [d.metadata.name, d.spec.replicas])).toEqual([['all-in-one', 1]]);
+    const container = deployments[0]!.spec.template.spec.containers[0]!;
+    expect(container.image).toBe(`api-platform/all-in-one:${ROOT_VERSION}`);
+    expect(ofKind(objects, 'Job')).toEqual([]);
+    expect(ofKind(objects, 'HorizontalPodAutoscaler')).toEqual([]);
+    const ingress = ofKind(objects, 'Ingress');
+    expect(JSON.stringify(ingress)).toContain('"name":"all-in-one"');
+    // Its environment: what the all-in-one (every service's slice) accepts, on the volume it mounts.
+    const configMaps = ofKind(objects, 'ConfigMap');
+    const secret = loadYamlDocuments(join(K8S_BASE, 'secret.example.yaml'))[0] as KindOf<'Secret'>;
+    const env = containerEnv(container, configMaps, secret);
+    expect(unknownNames(env)).toEqual([]);
+    const config = loadConfig(env);
+    expect([config.NODE_ENV, config.PORT, config.DATABASE_URL]).toEqual(['production', 3000, undefined]);
+    expect(container.volumeMounts?.map((mount) => mount.mountPath)).toContain(config.DATA_DIR);
+    expect(exists('apps/all-in-one/src/main.ts')).toBe(true);
+  });
+});
+
+describe('every probe of every deployment asks a route its process serves', () => {
+  let deps: Awaited<ReturnType<typeof openTestDependencies>>;
+  const apps: App[] = [];
+  beforeAll(async () => {
+    deps = await openTestDependencies('embedded');
+  }, 60_000);
+  afterAll(async () => {
+    for (const app of apps) await app.close();
+    await deps?.dispose();
+  });
+
+  /** The process of `service`, built in this one on the embedded dependencies. */
+  const build = async (service: ServiceName | 'all-in-one'): Promise<App> => {
+    const app =
+      service === 'all-in-one'
+        ? await buildPlatform(deps.config, deps)
+        : service === 'gateway'
+          ? await buildGateway(deps.config, deps.logger)
+          : await buildServiceApp(DEFINITIONS[service], deps);
+    apps.push(app);
+    return app;
+  };
+
+  it.each([...PLATFORM_SERVICES, 'all-in-one' as const])('%s', async (service) => {
+    const objects = service === 'all-in-one' ? (loadYamlDocuments(join(K8S_ALL_IN_ONE, 'all-in-one.yaml')) as K8sObject[]) : loadBase();
+    const deployment = named(objects, 'Deployment', service)!;
+    const paths = [...new Set(probePaths(deployment.spec.template.spec.containers[0]!))];
+    expect(paths.length).toBeGreaterThan(0);
+    const app = await build(service);
+    await app.ready();
+    // A registered route, not merely an answer: an unknown path can answer 401 at the edge.
+    for (const path of paths) expect([path, app.hasRoute({ method: 'GET', url: path })]).toEqual([path, true]);
+  }, 60_000);
 });
