@@ -39,7 +39,6 @@ const targets: { name: string; start(): Promise<Running> }[] = [
             const cluster = await startSplit({
               replicas: 2,
               port: 0,
-              restart: false,
               output: () => undefined,
               env: { PATH: process.env.PATH, DATABASE_URL: db.url, REDIS_URL: REAL.redisUrl, NATS_URL: REAL.natsUrl, LOG_LEVEL: 'warn', ...ADMIN_ENV },
             }).catch(async (error: unknown) => {

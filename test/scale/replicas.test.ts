@@ -30,7 +30,6 @@ const kidOf = (token: string) => (JSON.parse(Buffer.from(token.split('.')[0]!, '
     cluster = await startSplit({
       replicas: 2,
       port: 0,
-      restart: false,
       output: (name, line) => void output.push(`[${name}] ${line}`),
       env: {
         PATH: process.env.PATH,

@@ -6,7 +6,8 @@ import { buildGateway } from '@app/gateway';
 import { identityService } from '@app/identity';
 import { buildServiceApp, createNatsBus, listenApp, type App, type Bus, type Env, type PlatformConfig, type RunningApp } from '@app/platform';
 import { configuredKeyService, createSsoService } from '@app/sso';
-import { freePort, openTestDependencies, type TestMode } from '@app/testing';
+import { startSplit as startReplicas } from '@app/split';
+import { freePort, openTestDependencies, REAL, testModes, type TestMode } from '@app/testing';
 
 export const ADMIN_EMAIL = 'admin@example.com';
 export const ADMIN_PASSWORD = 'the bootstrap admin password';
@@ -15,10 +16,14 @@ export const ADMIN_PASSWORD = 'the bootstrap admin password';
  * How the platform runs: `all-in-one`, every service in one Fastify instance whose verifiers
  * read sso's key table in process; `split`, the gateway and each service an app of its own
  * on its own port (as in split mode, in this one test process), calling each other over HTTP
- * and fetching sso's JWKS.
+ * and fetching sso's JWKS; `replicas` (real servers only), split mode as `npm run start:split
+ * -- --replicas 2` runs it: every service as two processes of its own behind the gateway.
  */
-export type Topology = 'all-in-one' | 'split';
+export type Topology = 'all-in-one' | 'split' | 'replicas';
 export const TOPOLOGIES: Topology[] = ['all-in-one', 'split'];
+
+/** Each topology in each mode a suite runs in: `replicas` needs the real servers. */
+export const CASES = testModes().flatMap((mode) => [...TOPOLOGIES, ...(mode === 'real' ? (['replicas'] as const) : [])].map((topology) => [topology, mode] as const));
 
 /** An HTTP server that records the path of every request it gets and answers with `answer`. */
 export async function startCountingServer(answer: () => Promise<{ status: number; body: string }>) {
@@ -115,9 +120,14 @@ async function startSplit(deps: TestDependencies, ssoPort: number): Promise<{ ed
  */
 export async function startSsoPlatform(mode: TestMode, topology: Topology, env: Env = {}): Promise<SsoPlatform> {
   const ssoPort = await freePort();
+  // sso's replicas (one in-process sso but with `replicas`): the relay asks the next when one is not up yet.
+  let jwksOrigins = [`http://127.0.0.1:${ssoPort}`];
   const relay = await startCountingServer(async () => {
-    const response = await fetch(`http://127.0.0.1:${ssoPort}/api/v1/sso/jwks`);
-    return { status: response.status, body: await response.text() };
+    for (const origin of jwksOrigins) {
+      const response = await fetch(`${origin}/api/v1/sso/jwks`).catch(() => undefined);
+      if (response) return { status: response.status, body: await response.text() };
+    }
+    return { status: 503, body: '' };
   });
   const deps = await openTestDependencies(mode, {
     JWKS_URL: `${relay.url}/jwks`,
@@ -144,6 +154,38 @@ export async function startSsoPlatform(mode: TestMode, topology: Topology, env: 
         },
         peers: { IDENTITY_URL: platform.url, CREDENTIALS_URL: platform.url, SSO_URL: platform.url, CRUD_URL: platform.url, HEALTH_URL: platform.url },
         close: () => platform.close(),
+      };
+    } else if (topology === 'replicas') {
+      if (!REAL.redisUrl || !REAL.natsUrl || !deps.config.DATABASE_URL) throw new Error('the replicas topology needs the real servers');
+      const cluster = await startReplicas({
+        replicas: 2,
+        port: 0,
+        output: () => undefined,
+        // The verifiers fetch sso's keys while the processes start (the bootstrap's system token).
+        onPlanned: (replicas) => void (jwksOrigins = replicas.sso),
+        // This run's database, Redis prefix and stream: the processes share them with `deps`.
+        env: {
+          DATABASE_URL: deps.config.DATABASE_URL,
+          REDIS_URL: REAL.redisUrl,
+          NATS_URL: REAL.natsUrl,
+          CACHE_KEY_PREFIX: deps.cacheKeyPrefix,
+          NATS_STREAM: deps.natsStream,
+          LOG_LEVEL: 'warn',
+          TRUST_PROXY: deps.config.TRUST_PROXY,
+          JWKS_URL: `${relay.url}/jwks`,
+          BOOTSTRAP_ADMIN_EMAIL: ADMIN_EMAIL,
+          BOOTSTRAP_ADMIN_PASSWORD: ADMIN_PASSWORD,
+          PLATFORM_SERVICES: 'identity,credentials,sso',
+          ...env,
+        },
+      });
+      running = {
+        url: cluster.url,
+        direct: (service) => cluster.replicas[service][0]!,
+        peers: { IDENTITY_URL: cluster.replicas.identity.join(','), CREDENTIALS_URL: cluster.replicas.credentials.join(','), SSO_URL: cluster.replicas.sso.join(',') },
+        close: async () => {
+          await cluster.stop();
+        },
       };
     } else {
       const split = await startSplit(deps, ssoPort);

@@ -50,6 +50,8 @@ export interface SplitOptions {
    * true. Either way the others keep serving, and the gateway skips a replica that is down.
    */
   restart?: boolean;
+  /** Called with every service's replica URLs once the ports are chosen, before any process starts. */
+  onPlanned?: (replicas: Record<SplitService, string[]>) => void;
 }
 
 export interface SplitProcess {
@@ -88,19 +90,27 @@ const freePort = () =>
     });
   });
 
-/** Polls the process's readiness probe; its first start must succeed (no restart is waited for). */
-async function waitUntilReady(process: SplitProcess): Promise<void> {
+/**
+ * Polls the process's readiness probe until it answers 200. A process that exits meanwhile is
+ * waited for again once restarted (`restart`), as Kubernetes restarts a pod that fails at start
+ * (a database too slow to answer under load, say); without restarts its exit is an error that
+ * quotes its last lines.
+ */
+async function waitUntilReady(process: SplitProcess & { lastLines: string[] }, restart: boolean): Promise<void> {
   const deadline = Date.now() + READY_TIMEOUT_MS;
-  let gone = false;
-  void process.exited.then(() => (gone = true));
   for (;;) {
-    if (gone) throw new Error(`${process.name} exited before it was ready (exit ${process.child.exitCode ?? process.child.signalCode})`);
+    const { child } = process;
+    if (!restart && (child.exitCode !== null || child.signalCode !== null)) {
+      throw new Error(`${process.name} exited before it was ready (exit ${child.exitCode ?? child.signalCode}); its last lines:\n${process.lastLines.join('\n')}`);
+    }
     const ready = await fetch(`${process.url}/health/readiness`, { signal: AbortSignal.timeout(2_000) }).then(
       (response) => response.status === 200,
       () => false,
     );
     if (ready) return;
-    if (Date.now() > deadline) throw new Error(`${process.name} was not ready within ${READY_TIMEOUT_MS / 1000} s (${process.url}/health/readiness)`);
+    if (Date.now() > deadline) {
+      throw new Error(`${process.name} was not ready within ${READY_TIMEOUT_MS / 1000} s (${process.url}/health/readiness); its last lines:\n${process.lastLines.join('\n')}`);
+    }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
@@ -131,6 +141,7 @@ export async function startSplit(options: SplitOptions): Promise<SplitCluster> {
     }
   }
   const gatewayPort = await portOf('gateway', 0);
+  options.onPlanned?.(replicas);
   // Every process learns where every service's replicas are: sso calls identity and
   // credentials, verifiers fetch sso's keys, the gateway and health reach them all.
   const urls = Object.fromEntries(SPLIT_SERVICES.map((service) => [SERVICES[service].urlVariable, replicas[service].join(',')]));
@@ -141,11 +152,26 @@ export async function startSplit(options: SplitOptions): Promise<SplitCluster> {
   let stopping = false;
   const timers = new Set<NodeJS.Timeout>();
 
-  type Member = SplitProcess & { backoffMs?: number };
+  type Member = SplitProcess & { backoffMs?: number; lastLines: string[] };
+  /** What a member printed last, for an error that says why it did not start. */
+  const remember = (member: Member, line: string) => {
+    member.lastLines.push(line);
+    if (member.lastLines.length > 20) member.lastLines.shift();
+    output(member.name, line);
+  };
   const spawnChild = (member: Member, port: number) => {
     const child = spawn(process.execPath, [entryOf(member.service)], {
       cwd: root,
-      env: { ...options.env, ...urls, GATEWAY_URL: gatewayUrl, PORT: String(port), HOST: host },
+      env: {
+        ...options.env,
+        ...urls,
+        GATEWAY_URL: gatewayUrl,
+        PORT: String(port),
+        HOST: host,
+        // Behind the gateway a service believes the client address the gateway forwards (the
+        // gateway calls it over loopback); the gateway itself keeps the TRUST_PROXY given.
+        ...(member.service !== 'gateway' && { TRUST_PROXY: 'loopback' }),
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     for (const stream of [child.stdout, child.stderr]) {
@@ -154,9 +180,9 @@ export async function startSplit(options: SplitOptions): Promise<SplitCluster> {
       stream.on('data', (chunk: string) => {
         const lines = (rest + chunk).split('\n');
         rest = lines.pop() ?? '';
-        for (const line of lines) output(member.name, line);
+        for (const line of lines) remember(member, line);
       });
-      stream.on('end', () => rest && output(member.name, rest));
+      stream.on('end', () => rest && remember(member, rest));
     }
     const startedAt = Date.now();
     member.child = child;
@@ -177,8 +203,8 @@ export async function startSplit(options: SplitOptions): Promise<SplitCluster> {
     );
   };
 
-  const launch = (name: string, service: ServiceName, port: number): SplitProcess => {
-    const member = { name, service, url: `http://127.0.0.1:${port}` } as Member;
+  const launch = (name: string, service: ServiceName, port: number): Member => {
+    const member = { name, service, url: `http://127.0.0.1:${port}`, lastLines: [] as string[] } as Member;
     spawnChild(member, port);
     processes.push(member);
     return member;
@@ -208,9 +234,9 @@ export async function startSplit(options: SplitOptions): Promise<SplitCluster> {
 
   try {
     const started = plan.map(({ name, service, port }) => launch(name, service, port));
-    await Promise.all(started.map((member) => waitUntilReady(member)));
+    await Promise.all(started.map((member) => waitUntilReady(member, restart)));
     const gateway = launch('gateway', 'gateway', gatewayPort);
-    await waitUntilReady(gateway);
+    await waitUntilReady(gateway, restart);
   } catch (error) {
     await stop();
     throw error;

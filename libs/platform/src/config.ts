@@ -74,6 +74,22 @@ const configShape = z.object({
   REDIS_URL: urlWithProtocols(['redis', 'rediss']).optional(),
   /** Entries the in-process cache holds before it evicts the least recently used. */
   CACHE_MAX_ENTRIES: positiveInt('a whole number of entries, at least 1').default(10_000),
+  /**
+   * Put before every Redis key, so two platforms can share one Redis server (a test run, a
+   * staging beside production); every process of one platform must use the same one.
+   */
+  CACHE_KEY_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_.:-]{0,64}$/, { error: 'expected up to 64 letters, digits or _ . : -' })
+    .default(''),
+  /**
+   * The JetStream stream that holds the platform's events (its subjects are the name in lower
+   * case, then `.>`), so two platforms can share one NATS server; the same for every process.
+   */
+  NATS_STREAM: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,64}$/, { error: 'expected 1 to 64 letters, digits, _ or -' })
+    .default('EVENTS'),
   /** Seconds a cached record or list page lives (DESIGN "Cache": 600); 0 turns the crud cache off. */
   CACHE_TTL_SECONDS: z.coerce
     .number({ error: 'expected a whole number of seconds, 0 or more' })
@@ -279,7 +295,9 @@ export const SHARED_CONFIG: readonly ConfigKey[] = [
   'DATA_DIR',
   'REDIS_URL',
   'CACHE_MAX_ENTRIES',
+  'CACHE_KEY_PREFIX',
   'NATS_URL',
+  'NATS_STREAM',
   'JWT_ISSUER',
   'JWT_AUDIENCE',
   'JWKS_URL',

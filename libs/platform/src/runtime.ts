@@ -39,10 +39,10 @@ export async function openDependencies(
     ? openPostgres({ url: config.DATABASE_URL, poolMax: config.DATABASE_POOL_MAX, logger })
     : await openPGlite({ dataDir: options.pgliteDir ?? join(config.DATA_DIR, 'pglite'), logger });
   const cache = config.REDIS_URL
-    ? await createRedisCache({ url: config.REDIS_URL, logger, keyPrefix: options.cacheKeyPrefix })
+    ? await createRedisCache({ url: config.REDIS_URL, logger, keyPrefix: (config.CACHE_KEY_PREFIX ?? '') + (options.cacheKeyPrefix ?? '') || undefined })
     : createMemoryCache({ maxEntries: config.CACHE_MAX_ENTRIES });
   const bus = config.NATS_URL
-    ? await createNatsBus({ servers: config.NATS_URL, logger, name: options.name })
+    ? await createNatsBus({ servers: config.NATS_URL, logger, name: options.name, stream: config.NATS_STREAM })
     : createLocalBus({ logger });
   logger.info(
     { database: database.kind, cache: cache.kind, bus: bus.kind },

@@ -70,7 +70,15 @@ export async function createTestDatabase(baseUrl: string): Promise<{ url: string
 export async function openTestDependencies(
   mode: TestMode,
   overrides: Env = {},
-): Promise<Dependencies & { dispose(): Promise<void>; /** The run's own JetStream stream (real mode). */ natsStream?: string }> {
+): Promise<
+  Dependencies & {
+    dispose(): Promise<void>;
+    /** The run's own JetStream stream (real mode): NATS_STREAM for processes that share this bus. */
+    natsStream?: string;
+    /** The run's own Redis key prefix (real mode): CACHE_KEY_PREFIX for processes that share this cache. */
+    cacheKeyPrefix?: string;
+  }
+> {
   const logger = silentLogger();
   if (mode === 'embedded') {
     const config = testConfig(overrides);
@@ -85,11 +93,13 @@ export async function openTestDependencies(
   const run = randomUUID().slice(0, 8);
   const config = testConfig({ DATABASE_URL: testDb.url, REDIS_URL: REAL.redisUrl, NATS_URL: REAL.natsUrl, ...overrides });
   const database = openPostgres({ url: testDb.url, poolMax: 5, logger });
-  const cache = await createRedisCache({ url: REAL.redisUrl, logger, keyPrefix: `test:${run}:` });
+  const cacheKeyPrefix = `test:${run}:`;
+  const cache = await createRedisCache({ url: REAL.redisUrl, logger, keyPrefix: cacheKeyPrefix });
   const natsStream = `TEST_${run.toUpperCase()}`;
   const bus = await createNatsBus({ servers: REAL.natsUrl, logger, stream: natsStream, deleteStreamOnClose: true });
   return {
     natsStream,
+    cacheKeyPrefix,
     config,
     logger,
     database,
