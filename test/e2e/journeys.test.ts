@@ -40,7 +40,7 @@ const targets: { name: string; start(): Promise<Running> }[] = [
               replicas: 2,
               port: 0,
               output: () => undefined,
-              env: { PATH: process.env.PATH, DATABASE_URL: db.url, REDIS_URL: REAL.redisUrl, NATS_URL: REAL.natsUrl, LOG_LEVEL: 'warn', ...ADMIN_ENV },
+              env: { PATH: process.env.PATH, DATABASE_URL: db.url, REDIS_URL: REAL.redisUrl, NATS_URL: REAL.natsUrl, LOG_LEVEL: 'warn', CACHE_KEY_PREFIX: `journeys:${randomUUID().slice(0, 8)}:`, ...ADMIN_ENV },
             }).catch(async (error: unknown) => {
               await db.drop();
               throw error;

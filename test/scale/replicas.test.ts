@@ -37,6 +37,8 @@ const kidOf = (token: string) => (JSON.parse(Buffer.from(token.split('.')[0]!, '
         REDIS_URL: real!.redisUrl,
         NATS_URL: real!.natsUrl,
         LOG_LEVEL: 'warn',
+        // This run's own Redis keys (sign-up counters, cached records), whatever ran before on this Redis.
+        CACHE_KEY_PREFIX: `scale:${randomUUID().slice(0, 8)}:`,
         BOOTSTRAP_ADMIN_EMAIL: admin.email,
         BOOTSTRAP_ADMIN_PASSWORD: admin.password,
         // sso rotates its signing key every 8 s (checked every 2 s) and publishes a new key 2 s
