@@ -29,7 +29,7 @@ const tally = (statuses: number[]) =>
 async function deleteConsumer(durable: string) {
   const nc = await connect({ servers: real!.natsUrl!.split(',') });
   try {
-    await (await jetstreamManager(nc)).consumers.delete('EVENTS', durable).catch(() => false);
+    await (await jetstreamManager(nc)).consumers.delete('EVENTS', durable);
   } finally {
     await nc.close();
   }
