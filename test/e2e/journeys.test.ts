@@ -60,6 +60,8 @@ const targets: { name: string; start(): Promise<Running> }[] = [
 
 const PRODUCT = { name: 'Banana', price: 1.5, description: 'Yellow and sweet', stock: 120, category: 'Fruits', perishable: true };
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
+/** One request id per answer, plain and short (what the platform keeps of a caller's, or its own UUID). */
+const REQUEST_ID = /^[\w.:-]{1,128}$/;
 const JSON_BODY = { 'content-type': 'application/json' };
 
 describe.each(targets)('client journeys through the public address ($name)', (target) => {
@@ -87,6 +89,7 @@ describe.each(targets)('client journeys through the public address ($name)', (ta
 
   async function token(fields: Record<string, string>) {
     const response = await fetch(`${running.url}/api/v1/sso/token`, { method: 'POST', headers: FORM, body: new URLSearchParams(fields) });
+    expect(response.headers.get('x-request-id')).toMatch(REQUEST_ID);
     return { status: response.status, headers: response.headers, body: await readJson(response) };
   }
   async function call(method: string, path: string, bearer?: string, body?: unknown, headers: Record<string, string> = {}) {
@@ -96,6 +99,11 @@ describe.each(targets)('client journeys through the public address ($name)', (ta
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const text = await response.text();
+    // Every answer names its request once, on every target: split mode's gateway and the service
+    // behind it must not both add one.
+    expect(response.headers.get('x-request-id')).toMatch(REQUEST_ID);
+    const given = headers['x-request-id'];
+    if (given && REQUEST_ID.test(given)) expect(response.headers.get('x-request-id')).toBe(given);
     return { status: response.status, headers: response.headers, body: (text ? JSON.parse(text) : undefined) as Json & Json[] };
   }
   const expectProblem = (reply: { status: number; headers: Headers; body: Json }, status: number, code: string) => {
@@ -120,12 +128,15 @@ describe.each(targets)('client journeys through the public address ($name)', (ta
   });
 
   it('answers problems: 401 without a token, 400 for a bad body, 404 for no record, each with a request id', async () => {
-    const anonymous = await call('GET', '/api/v1/products');
+    const anonymous = await call('GET', '/api/v1/products', undefined, undefined, { 'x-request-id': 'journey-401' });
     expectProblem(anonymous, 401, 'PLATFORM_AUTH_INVALID_TOKEN');
     expect(anonymous.headers.get('www-authenticate')).toBe('Bearer realm="api-platform"');
     // Authentication before validation: a bad body without a token is a 401 too.
     expectProblem(await call('POST', '/api/v1/products', undefined, { price: 'free' }), 401, 'PLATFORM_AUTH_INVALID_TOKEN');
-    expectProblem(await call('POST', '/api/v1/products', adminToken, { price: 'free' }), 400, 'PLATFORM_VALIDATION_FAILED');
+    expectProblem(await call('POST', '/api/v1/products', adminToken, { price: 'free' }, { 'x-request-id': 'journey-400' }), 400, 'PLATFORM_VALIDATION_FAILED');
+    // A request id that is not plain is replaced, not echoed.
+    const replaced = await call('GET', '/api/v1/products?limit=1', adminToken, undefined, { 'x-request-id': 'a b' });
+    expect(replaced.headers.get('x-request-id')).not.toBe('a b');
     const missing = await call('GET', `/api/v1/products/${randomUUID()}`, adminToken, undefined, { 'x-request-id': 'journey-404' });
     expectProblem(missing, 404, 'CRUD_NOT_FOUND');
     expect(missing.headers.get('x-request-id')).toBe('journey-404');
@@ -135,7 +146,7 @@ describe.each(targets)('client journeys through the public address ($name)', (ta
     const created = await call('POST', '/api/v1/products', adminToken, PRODUCT);
     expect(created.status).toBe(201);
     const id = String(created.body[0]!.id);
-    expect((await call('GET', `/api/v1/products/${id}`, adminToken)).body[0]).toMatchObject(PRODUCT);
+    expect((await call('GET', `/api/v1/products/${id}`, adminToken, undefined, { 'x-request-id': 'journey-read' })).body[0]).toMatchObject(PRODUCT);
     const updated = await call('PUT', `/api/v1/products/${id}`, adminToken, { price: 2.25 });
     expect(updated.status).toBe(200);
     expect((await call('GET', `/api/v1/products/${id}`, adminToken)).body[0]).toMatchObject({ ...PRODUCT, price: 2.25 });

@@ -222,7 +222,10 @@ export async function startSplit(options: SplitOptions): Promise<SplitCluster> {
         ...(await Promise.all(
           group.map(async (member) => {
             const exited = member.exited;
-            const outcome = await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, STOP_TIMEOUT_MS, 'timeout'))]);
+            let timer: NodeJS.Timeout | undefined;
+            const outcome = await Promise.race([exited, new Promise((resolve) => (timer = setTimeout(resolve, STOP_TIMEOUT_MS, 'timeout')))]);
+            // Cleared, or the caller's process would stay up for STOP_TIMEOUT_MS after a clean stop.
+            clearTimeout(timer);
             if (outcome === 'timeout') member.child.kill('SIGKILL');
             return exited;
           }),

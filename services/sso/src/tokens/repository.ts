@@ -24,6 +24,9 @@ export interface RefreshTokenRepository {
   /**
    * Marks a live token used and returns it, in one statement: of two concurrent claims of one
    * token exactly one gets a row (the other's UPDATE re-checks `used_at` after the first commits).
+   * A token of a revoked family is refused too: a refresh that raced the revocation (reuse
+   * detected by a concurrent loser, a sign-out) may have inserted its new token after the
+   * family's rows were marked, and that token must not outlive its family.
    */
   claim(tokenHash: string, now: Date): Promise<ClaimedRefreshToken | undefined>;
   /** The family of a token that exists but was already used, or undefined. */
@@ -53,8 +56,11 @@ export function createRefreshTokenRepository(prisma: PrismaClient): RefreshToken
     },
     claim: async (tokenHash, now) => {
       const rows = await prisma.$queryRaw<{ id: string; family_id: string; identity_id: string; credential_id: string | null }[]>`
-        UPDATE "sso"."refresh_token" SET "used_at" = ${now}
+        UPDATE "sso"."refresh_token" AS "token" SET "used_at" = ${now}
         WHERE "token_hash" = ${tokenHash} AND "used_at" IS NULL AND "revoked_at" IS NULL AND "expires_at" > ${now}
+          AND NOT EXISTS (
+            SELECT 1 FROM "sso"."refresh_token" AS "sibling"
+            WHERE "sibling"."family_id" = "token"."family_id" AND "sibling"."revoked_at" IS NOT NULL)
         RETURNING "id", "family_id", "identity_id", "credential_id"`;
       const row = rows[0];
       return row ? { id: row.id, familyId: row.family_id, identityId: row.identity_id, credentialId: row.credential_id } : undefined;
