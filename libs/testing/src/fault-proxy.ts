@@ -36,7 +36,13 @@ export async function startFaultProxy(target: { host: string; port: number }): P
   const destroy = (client: Socket) => {
     const upstream = links.get(client);
     links.delete(client);
-    if (!client.destroyed) client.resetAndDestroy();
+    // A reset, as a crashed server's peer sees it; but not on a socket whose writable side
+    // already ended (the peer half-closed and the pipe ended ours): Node 20's reset of such a
+    // socket leaves libuv polling in a busy loop, and the test process never exits.
+    if (!client.destroyed) {
+      if (client.writableEnded) client.destroy();
+      else client.resetAndDestroy();
+    }
     upstream?.destroy();
   };
 
