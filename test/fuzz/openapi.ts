@@ -36,6 +36,8 @@ interface Parameter {
   in: 'path' | 'query' | 'header' | 'cookie';
   required?: boolean;
   schema?: Schema;
+  /** The documented example (list filters show their PostgREST syntax with one). */
+  example?: unknown;
 }
 
 interface OperationObject {
@@ -337,6 +339,20 @@ export function stringSegment(): fc.Arbitrary<string> {
 
 const encode = (value: unknown) => (typeof value === 'string' ? wellFormed(value) : (JSON.stringify(value) ?? ''));
 
+/**
+ * Values in a list filter's PostgREST syntax (`op.value`): its documented example, and every
+ * operator, negated or not, or a made-up one, with hostile operands and lists.
+ */
+function filterValue(example: string): fc.Arbitrary<string> {
+  const operator = fc.constantFrom('eq', 'neq', 'gt', 'gte', 'lt', 'lte', 'like', 'ilike', 'in', 'is', 'not.eq', 'not.in', 'not.is', 'not.like', 'between', 'not', 'EQ');
+  const operand = fc.oneof(
+    hostileString.map(wellFormed),
+    fc.constantFrom('()', '(a,b)', '("a,b",c)', '("unterminated', '(,)', '(1,2)', 'null', 'true', '*%_\\*', '2025-01-01T00:00:00Z', '10', '-1', '1e309'),
+    fc.constant(example.slice(example.indexOf('.') + 1)),
+  );
+  return fc.oneof(fc.constant(example), fc.tuple(operator, operand).map(([op, value]) => `${op}.${value}`));
+}
+
 /** A query string for an operation's query parameters, with odd shapes mixed in. */
 export function queryString(parameters: Parameter[]): fc.Arbitrary<string> {
   const declared = parameters.filter((parameter) => parameter.in === 'query');
@@ -348,6 +364,7 @@ export function queryString(parameters: Parameter[]): fc.Arbitrary<string> {
             validValue(parameter.schema ?? {}).map((value) => pair(parameter.name, encodeURIComponent(encode(value)))),
             fieldValue(parameter.schema ?? {}).map((value) => pair(parameter.name, encodeURIComponent(encode(value)))),
             fc.constantFrom('', '%00', 'a%00', '%ED%A0%80', '%zz', '%', 'x'.repeat(20_000)).map((raw) => pair(parameter.name, raw)),
+            ...(typeof parameter.example === 'string' ? [filterValue(parameter.example).map((value) => pair(parameter.name, encodeURIComponent(value)))] : []),
           ),
         ),
       )

@@ -89,7 +89,7 @@ export function send(base: URL, fuzz: FuzzRequest, timeoutMs: number): Promise<A
   });
 }
 
-const TOKEN_ENDPOINTS = ['/api/v1/sso/token', '/api/v1/sso/revoke'];
+const TOKEN_ENDPOINTS = ['/api/v1/sso/token', '/api/v1/sso/revoke', '/api/v1/sso/introspect'];
 
 /** What is wrong with an answer, or undefined when it keeps the property. */
 export function violation(fuzz: FuzzRequest, answer: Answer): string | undefined {

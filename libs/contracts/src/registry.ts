@@ -8,7 +8,7 @@ export const SERVICES = {
   gateway: { port: 3000, urlVariable: 'GATEWAY_URL', prefixes: [] },
   identity: { port: 3001, urlVariable: 'IDENTITY_URL', prefixes: ['/api/v1/identity'] },
   credentials: { port: 3002, urlVariable: 'CREDENTIALS_URL', prefixes: ['/api/v1/credentials'] },
-  sso: { port: 3003, urlVariable: 'SSO_URL', prefixes: ['/api/v1/sso', '/.well-known/openid-configuration'] },
+  sso: { port: 3003, urlVariable: 'SSO_URL', prefixes: ['/api/v1/sso', '/.well-known/openid-configuration', '/.well-known/oauth-authorization-server'] },
   // Generic domains: whatever else is under /api/v1 (the other services' longer prefixes win),
   // so a new domain is served through the gateway without touching this table.
   crud: { port: 3004, urlVariable: 'CRUD_URL', prefixes: ['/api/v1'] },
@@ -36,13 +36,17 @@ export const PUBLIC_ROUTES: readonly { methods: readonly string[]; path: RegExp 
   { methods: ['GET', 'HEAD'], path: /^\/health\/(liveness|readiness)\/?$/ },
   { methods: ['GET', 'HEAD'], path: /^\/api\/v1\/health\/(liveness|readiness)\/?$/ },
   { methods: ['GET', 'HEAD'], path: /^\/docs(\/.*)?$/ },
+  // Every process's Prometheus scrape (the gateway's own in split mode; never proxied).
+  { methods: ['GET', 'HEAD'], path: /^\/metrics\/?$/ },
   // Each generic CRUD domain's ping.
   { methods: ['GET', 'HEAD'], path: /^\/api\/v1\/[a-z][a-z0-9-]*\/ping\/?$/ },
   // Creating an identity (signing up) is open; every other identity route needs a token.
   { methods: ['POST'], path: /^\/api\/v1\/identity\/?$/ },
-  { methods: ['POST'], path: /^\/api\/v1\/sso\/(token|revoke)\/?$/ },
+  // Introspection authenticates its callers itself: with an API key (HTTP Basic or client_secret,
+  // no bearer token to show the edge) or with an admin's bearer token.
+  { methods: ['POST'], path: /^\/api\/v1\/sso\/(token|revoke|introspect)\/?$/ },
   { methods: ['GET', 'HEAD'], path: /^\/api\/v1\/sso\/jwks\/?$/ },
-  { methods: ['GET', 'HEAD'], path: /^\/\.well-known\/openid-configuration\/?$/ },
+  { methods: ['GET', 'HEAD'], path: /^\/\.well-known\/(openid-configuration|oauth-authorization-server)\/?$/ },
 ];
 
 /** Whether the edge lets `method url` through without a token. */

@@ -1,4 +1,4 @@
-import { booleanParam, issueKey } from '@app/platform';
+import { booleanFilterValue, decimalFilterValue, filterParam, integerFilterValue, issueKey } from '@app/platform';
 import { z } from 'zod';
 import './errors.js';
 
@@ -67,19 +67,24 @@ export function describeColumn(name: string, declared: z.ZodType): Column {
 }
 
 /**
- * A filter's value arrives as a query string; this parses it into the column's type and then
- * applies the column's own schema, so `?stock=abc` or `?perishable=maybe` is a 400.
+ * The list filter of a column (PostgREST operators, see `filterParam`): each value is parsed into
+ * the column's type and then checked by the column's own schema, so `?stock=gt.abc` or
+ * `?perishable=maybe` is a 400 and no value reaches SQL that the column could not hold.
  */
-export function filterSchema(column: Column): z.ZodType {
+export function filterSchema(column: Column) {
+  const name = column.name;
   switch (column.kind) {
     case 'text':
-    case 'enum':
-      return column.value;
+      return filterParam({ name, kind: 'text', value: column.value as z.ZodType<string, string> });
+    case 'enum': {
+      const [first = '', second] = (column.value as z.ZodEnum).options.map(String);
+      return filterParam({ name, kind: 'exact', value: column.value as z.ZodType<string, string>, example: second ? `${first},${second}` : first });
+    }
     case 'boolean':
-      return booleanParam;
+      return filterParam({ name, kind: 'boolean', value: booleanFilterValue });
     case 'integer':
-      return z.string().regex(/^-?\d{1,10}$/).transform(Number).pipe(column.value as z.ZodType<number, number>);
+      return filterParam({ name, kind: 'ordered', value: integerFilterValue(column.value as z.ZodType<number, number>) });
     case 'decimal':
-      return z.string().regex(/^-?\d{1,30}(\.\d{1,30})?$/).transform(Number).pipe(column.value as z.ZodType<number, number>);
+      return filterParam({ name, kind: 'ordered', value: decimalFilterValue(column.value as z.ZodType<number, number>) });
   }
 }

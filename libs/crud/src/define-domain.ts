@@ -1,4 +1,11 @@
-import { booleanParam, listHeadersSchema, listQuerySchema, type PagingQuery } from '@app/platform';
+import {
+  booleanFilterValue,
+  filterParam,
+  instantFilterValue,
+  listHeadersSchema,
+  listQuerySchema,
+  type PagingQuery,
+} from '@app/platform';
 import { z } from 'zod';
 import { describeColumn, filterSchema, type Column } from './columns.js';
 
@@ -38,13 +45,13 @@ export interface DomainSchemas {
   update: z.ZodType;
   /** Path parameters of the routes on one record. */
   params: z.ZodObject<{ id: z.ZodUUID }>;
-  /** Query of a list: paging, sort and an equality filter per field but id. */
+  /** Query of a list: paging, sort and a filter (PostgREST operators) per field but id. */
   query: z.ZodType<ListQuery>;
   headers: z.ZodType;
   listHeaders: z.ZodType;
 }
 
-/** A parsed list query: paging and sort, plus the filters that were given. */
+/** A parsed list query: paging and sort, plus the conditions of each filtered field. */
 export interface ListQuery extends PagingQuery {
   [filter: string]: unknown;
 }
@@ -123,10 +130,10 @@ function buildSchemas(name: string, tag: string, columns: Column[], fields: [str
     .meta({ id: `${tag}Update`, description: `The fields of a ${name} to change; the others keep their values` });
 
   const query = listQuerySchema(fields, {
-    ...shape((column) => filterSchema(column).optional().describe(`Only records whose ${column.name} equals this`)),
-    activated: booleanParam.optional(),
-    createdAt: timestamp.optional(),
-    updatedAt: timestamp.optional(),
+    ...shape(filterSchema),
+    activated: filterParam({ name: 'activated', kind: 'boolean', value: booleanFilterValue }),
+    createdAt: filterParam({ name: 'createdAt', kind: 'ordered', value: instantFilterValue }),
+    updatedAt: filterParam({ name: 'updatedAt', kind: 'ordered', value: instantFilterValue }),
   });
 
   const acceptLanguage = { 'accept-language': z.string().optional().describe('Language of error messages: en, pt-BR, es, fr or de') };

@@ -1,4 +1,4 @@
-import type { Cache, Logger } from '@app/platform';
+import { defineCounter, type Cache, type Logger } from '@app/platform';
 
 /** One page of a list, as cached: the JSON body and what the Link and Content-Range headers need. */
 export interface ListPage {
@@ -42,8 +42,18 @@ export interface RecordCacheOptions {
  */
 const MAX_PENDING_INVALIDATIONS = 10_000;
 
+/** Reads by id and list pages answered from the cache (hit) or the database (miss, also while the cache is down). */
+const cacheLookups = defineCounter({
+  name: 'crud_cache_lookups_total',
+  help: 'Cache-aside lookups of generic CRUD domains (records by id and list pages), by domain and result.',
+  labelNames: ['domain', 'result'] as const,
+});
+
 export function createRecordCache(options: RecordCacheOptions): RecordCache {
   const { cache, domain, ttlSeconds, logger } = options;
+  // Bound once per domain: counting a lookup builds no label object.
+  const hit = cacheLookups.labels(domain, 'hit');
+  const miss = cacheLookups.labels(domain, 'miss');
   const prefix = `crud:${domain}`;
   const recordKey = (id: string) => `${prefix}:record:${id}`;
   const generationKey = `${prefix}:generation`;
@@ -127,7 +137,11 @@ export function createRecordCache(options: RecordCacheOptions): RecordCache {
     record: async (id, load) => {
       const key = recordKey(id);
       const cached = await failOpen(() => cache.get(key), null);
-      if (cached !== null) return cached;
+      if (cached !== null) {
+        hit.inc();
+        return cached;
+      }
+      miss.inc();
       return shareMiss(key, load, async (value) => {
         if (value !== null) await failOpen(() => cache.set(key, value, ttlSeconds), undefined);
       });
@@ -136,11 +150,18 @@ export function createRecordCache(options: RecordCacheOptions): RecordCache {
     list: async (normalizedQuery, load) => {
       const generation = await failOpen(() => cache.get(generationKey), null);
       // Without a readable generation a cached page could be stale: read the database.
-      if (down) return load();
+      if (down) {
+        miss.inc();
+        return load();
+      }
       const key = `${prefix}:list:${generation ?? '0'}:${normalizedQuery}`;
       const cached = await failOpen(() => cache.get(key), null);
       const page = cached === null ? null : decodePage(cached);
-      if (page) return page;
+      if (page) {
+        hit.inc();
+        return page;
+      }
+      miss.inc();
       return shareMiss(key, load, async (value) => {
         await failOpen(() => cache.set(key, encodePage(value), ttlSeconds), undefined);
       });

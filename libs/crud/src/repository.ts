@@ -1,5 +1,5 @@
 import { crudEventSubject, type CrudRecordEvent } from '@app/contracts';
-import { enqueueEvent, quoteIdent, type Page } from '@app/platform';
+import { enqueueEvent, filtersWhere, quoteIdent, type FilterColumn, type ListFilters, type Page } from '@app/platform';
 import { SQL_TYPES } from './columns.js';
 import type { Domain } from './define-domain.js';
 
@@ -36,8 +36,8 @@ export type DomainRecord = Record<string, unknown>;
 /** The values of a create or update body, already validated against the domain's schemas. */
 export type RecordValues = Record<string, unknown>;
 
-/** The equality filters of a list (field -> value), already parsed by the domain's query schema. */
-export type RecordFilters = Record<string, unknown>;
+/** The filters of a list (field -> its conditions), already parsed by the domain's query schema. */
+export type RecordFilters = ListFilters;
 
 export type UpdateResult = { status: 'updated'; record: DomainRecord } | { status: 'not-found' } | { status: 'conflict' };
 
@@ -96,17 +96,12 @@ export function createDomainRepository(domain: Domain, prisma: PrismaRawClient, 
     return record;
   };
 
-  /** `"a" = $1::text and "b" = $2::integer` for the filters present in a list query. */
-  const whereOf = (filters: RecordFilters, params: unknown[]) => {
-    const conditions = Object.keys(filters)
-      .filter((field) => Object.hasOwn(typeOf, field) && field !== 'id' && filters[field] !== undefined)
-      .sort()
-      .map((field) => {
-        params.push(filters[field]);
-        return `${quoteIdent(field)} = $${params.length}::${typeOf[field]}`;
-      });
-    return conditions.length > 0 ? ` where ${conditions.join(' and ')}` : '';
-  };
+  const filterColumns: Record<string, FilterColumn> = Object.fromEntries(
+    Object.entries(typeOf)
+      .filter(([field]) => field !== 'id')
+      .map(([field, type]) => [field, { column: field, type }]),
+  );
+  const whereOf = (filters: RecordFilters, params: unknown[]) => filtersWhere(filters, filterColumns, params);
 
   /** Only columns the schema allows reach SQL; everything else in the object is ignored. */
   const entriesOf = (values: RecordValues) => Object.entries(values).filter(([field, value]) => writable.has(field) && value !== undefined);

@@ -12,7 +12,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Domain, ListQuery } from './define-domain.js';
 import { createRecordCache } from './record-cache.js';
-import { createDomainRepository, type PrismaRawClient, type RecordValues } from './repository.js';
+import { createDomainRepository, type PrismaRawClient, type RecordFilters, type RecordValues } from './repository.js';
 import { createDomainService, type DomainService } from './service.js';
 
 /** What a domain's plugin is registered with: the owning service's adapters. */
@@ -74,15 +74,17 @@ function registerRoutes(app: App, domain: Domain, service: DomainService): void 
       schema: {
         ...secured,
         headers: schemas.listHeaders,
-        summary: `List ${plural}: paged, sorted and filtered by equality on any field but id`,
-        description: 'Answers a Link header (next/prev); `Prefer: count=exact` adds the total as Content-Range.',
+        summary: `List ${plural}: paged, sorted and filtered on any field but id`,
+        description:
+          'Filters in PostgREST syntax, `field=op.value` (see each parameter), repeated to AND. ' +
+          'Answers a Link header (next/prev); `Prefer: count=exact` adds the total as Content-Range.',
         querystring: schemas.query,
         response: { 200: schemas.records, ...COMMON_ERRORS },
       },
     },
     async (request, reply) => {
       const { page, filters } = pageOf(request.query as ListQuery);
-      const result = await service.list(page, filters, { count: wantsExactCount(request) });
+      const result = await service.list(page, filters as RecordFilters, { count: wantsExactCount(request) });
       setPagingHeaders(request, reply, page, { returned: result.size, hasMore: result.hasMore, total: result.total });
       return sendJson(reply, 200, result.body);
     },

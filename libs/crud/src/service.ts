@@ -29,14 +29,16 @@ export interface DomainServiceDependencies {
 }
 
 /**
- * The same query always maps to the same cache key: filters sorted, defaults applied (so
- * `?limit=20` and no limit share a page), hashed to bound the key's length.
+ * The same query always maps to the same cache key: fields sorted, the conditions of each
+ * sorted (they are ANDed, so their order means nothing), defaults applied (so `?limit=20` and
+ * no limit, `?price=10` and `?price=eq.10` share a page), hashed to bound the key's length.
+ * Two different filter sets never share a key: the parsed conditions are all in it.
  */
 export function normalizeQuery(page: Page, filters: RecordFilters, count: boolean): string {
   const entries = Object.keys(filters)
     .filter((key) => filters[key] !== undefined)
     .sort()
-    .map((key) => [key, filters[key]]);
+    .map((key) => [key, filters[key]!.map((condition) => JSON.stringify(condition)).sort()]);
   const paging = [page.limit, page.offset, page.sort.field, page.sort.direction];
   return createHash('sha256').update(JSON.stringify([paging, entries, count])).digest('base64url').slice(0, 32);
 }

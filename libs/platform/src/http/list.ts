@@ -3,7 +3,7 @@ import { z } from 'zod';
 
 /*
  * The list conventions of DESIGN "API conventions", for every collection of every service:
- * `limit`/`offset` paging, `sort=field|-field` (ties broken by id), typed equality filters,
+ * `limit`/`offset` paging, `sort=field|-field` (ties broken by id), typed filters (filters.ts),
  * RFC 8288 `Link` to the neighbouring pages, and a total only when asked for with
  * `Prefer: count=exact`, answered the way PostgREST (the model DESIGN names) answers it.
  */
@@ -35,7 +35,7 @@ export const instantParam = z.iso.datetime({ offset: true }).transform((value) =
 
 /**
  * The query schema of a list: `limit`, `offset`, `sort` over the `sortable` fields (each
- * ascending or, prefixed by `-`, descending) and the given equality filters, which should
+ * ascending or, prefixed by `-`, descending) and the given filters (`filterParam`), which should
  * all be optional; any other parameter is a 400.
  */
 export function listQuerySchema<Filters extends z.ZodRawShape>(sortable: readonly [string, ...string[]], filters: Filters) {

@@ -1,4 +1,4 @@
-import { createPrismaClient, enqueueEvent, type Database, type Page } from '@app/platform';
+import { createPrismaClient, enqueueEvent, readFilteredPage, type Database, type FilteredTable, type ListFilters, type Page } from '@app/platform';
 import { Prisma, PrismaClient, type Credential } from '../generated/prisma/client.js';
 import type { CredentialFilters } from './schemas.js';
 
@@ -55,10 +55,23 @@ export interface CredentialRepository {
 const isUniqueViolation = (error: unknown) =>
   error instanceof Prisma.PrismaClientKnownRequestError && error.code === 'P2002';
 
-const whereOf = ({ identity_id, ...rest }: CredentialFilters): Prisma.CredentialWhereInput => ({
-  ...rest,
-  ...(identity_id !== undefined ? { identityId: identity_id } : {}),
-});
+/** The credential table as its list reads it: rows shaped as Prisma's, every filterable and sortable field's column. */
+const CREDENTIAL_TABLE: FilteredTable = {
+  from: '"credentials"."credential"',
+  select:
+    'id, identity_id as "identityId", provider, type, secret_hash as "secretHash", key_prefix as "keyPrefix", key_hash as "keyHash", ' +
+    'subject, created_at as "createdAt", updated_at as "updatedAt", activated, last_used_at as "lastUsedAt"',
+  columns: {
+    identity_id: { column: 'identity_id', type: 'uuid' },
+    provider: { column: 'provider', type: 'text' },
+    type: { column: 'type', type: 'text' },
+    subject: { column: 'subject', type: 'text' },
+    activated: { column: 'activated', type: 'boolean' },
+    createdAt: { column: 'created_at', type: 'timestamptz' },
+    updatedAt: { column: 'updated_at', type: 'timestamptz' },
+    lastUsedAt: { column: 'last_used_at', type: 'timestamptz' },
+  },
+};
 
 export function createCredentialRepository(database: Database): CredentialRepository {
   const prisma = createPrismaClient(PrismaClient, database);
@@ -75,20 +88,7 @@ export function createCredentialRepository(database: Database): CredentialReposi
     findLocal: (identityId) => prisma.credential.findFirst({ where: { identityId, provider: 'LOCAL' } }),
     findByKeyHash: (keyHash) => prisma.credential.findUnique({ where: { keyHash } }),
     findByLegacyPrefix: (keyPrefix) => prisma.credential.findFirst({ where: { keyPrefix, keyHash: null, provider: 'API_KEY' } }),
-    list: async (filters, page, count) => {
-      const where = whereOf(filters);
-      const [rows, total] = await Promise.all([
-        prisma.credential.findMany({
-          where,
-          orderBy: [{ [page.sort.field]: page.sort.direction }, { id: page.sort.direction }],
-          skip: page.offset,
-          // One row more than the page tells whether a next page exists without counting.
-          take: page.limit + 1,
-        }),
-        count ? prisma.credential.count({ where }) : Promise.resolve(undefined),
-      ]);
-      return { rows: rows.slice(0, page.limit), hasMore: rows.length > page.limit, total };
-    },
+    list: (filters, page, count) => readFilteredPage<CredentialRow>(prisma, CREDENTIAL_TABLE, filters as ListFilters, page, count),
     create: (data, event) =>
       translated(() =>
         prisma.$transaction(async (tx) => {

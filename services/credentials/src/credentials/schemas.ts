@@ -1,5 +1,5 @@
 import { CREDENTIAL_PROVIDERS, type CredentialProvider } from '@app/contracts';
-import { booleanParam, instantParam, issueKey, listQuerySchema } from '@app/platform';
+import { booleanFilterValue, filterParam, instantFilterValue, issueKey, listQuerySchema, type FilterCondition } from '@app/platform';
 import { z } from 'zod';
 import type { $ZodIssue } from 'zod/v4/core';
 import { API_KEY_SECRET_MAX_LENGTH, API_KEY_SECRET_MIN_LENGTH, isRandomLookingSecret } from './secrets.js';
@@ -35,7 +35,11 @@ export const credentialSchema = z
     createdAt: z.iso.datetime(),
     updatedAt: z.iso.datetime(),
     activated: z.boolean(),
-    lastUsedAt: z.iso.datetime().nullable(),
+    // Written at most once a minute per credential and replica (LAST_USED_PRECISION_MS).
+    lastUsedAt: z.iso
+      .datetime()
+      .nullable()
+      .describe('When the credential last signed someone in, precise to about a minute: repeated uses within a minute are not all recorded.'),
   })
   .meta({ id: 'Credential' });
 
@@ -140,23 +144,17 @@ export const credentialIdParamsSchema = z.object({ id: z.uuid() });
 export const SORTABLE_FIELDS = ['createdAt', 'updatedAt', 'lastUsedAt', 'provider', 'type', 'activated'] as const;
 
 export const listCredentialsQuerySchema = listQuerySchema(SORTABLE_FIELDS, {
-  identity_id: z.uuid().optional(),
-  provider: z.enum(CREDENTIAL_PROVIDERS).optional(),
-  type: z.enum(CREDENTIAL_TYPES).optional(),
-  subject: z.string().max(255).optional(),
-  activated: booleanParam.optional(),
-  createdAt: instantParam.optional(),
-  updatedAt: instantParam.optional(),
-  lastUsedAt: instantParam.optional(),
+  identity_id: filterParam({ name: 'identity_id', kind: 'exact', value: z.uuid() }),
+  provider: filterParam({ name: 'provider', kind: 'exact', value: z.enum(CREDENTIAL_PROVIDERS), example: 'LOCAL,API_KEY' }),
+  type: filterParam({ name: 'type', kind: 'exact', value: z.enum(CREDENTIAL_TYPES), example: 'PASSWORD,API_KEY' }),
+  subject: filterParam({ name: 'subject', kind: 'text', value: z.string().max(255) }),
+  activated: filterParam({ name: 'activated', kind: 'boolean', value: booleanFilterValue }),
+  createdAt: filterParam({ name: 'createdAt', kind: 'ordered', value: instantFilterValue }),
+  updatedAt: filterParam({ name: 'updatedAt', kind: 'ordered', value: instantFilterValue }),
+  lastUsedAt: filterParam({ name: 'lastUsedAt', kind: 'ordered', value: instantFilterValue }),
 });
 
-export interface CredentialFilters {
-  identity_id?: string;
-  provider?: CredentialProvider;
-  type?: CredentialType;
-  subject?: string;
-  activated?: boolean;
-  createdAt?: Date;
-  updatedAt?: Date;
-  lastUsedAt?: Date;
-}
+/** The conditions of each filtered field. */
+export type CredentialFilters = Partial<
+  Record<'identity_id' | 'provider' | 'type' | 'subject' | 'activated' | 'createdAt' | 'updatedAt' | 'lastUsedAt', readonly FilterCondition[]>
+>;

@@ -1,4 +1,4 @@
-import { createPrismaClient, enqueueEvent, type Database, type Page } from '@app/platform';
+import { createPrismaClient, enqueueEvent, readFilteredPage, type Database, type FilteredTable, type ListFilters, type Page } from '@app/platform';
 import { Prisma, PrismaClient, type Identity } from '../generated/prisma/client.js';
 import type { IdentityFilters } from './schemas.js';
 
@@ -55,31 +55,29 @@ export interface IdentityRepository {
 const isUniqueViolation = (error: unknown) =>
   error instanceof Prisma.PrismaClientKnownRequestError && error.code === 'P2002';
 
-function whereOf(filters: IdentityFilters): Prisma.IdentityWhereInput {
-  const { roles, ...equal } = filters;
-  // `roles` is an array: filtering on a role means "holds this role".
-  return { ...equal, ...(roles !== undefined ? { roles: { has: roles } } : {}) };
-}
+/** The identity table as its list reads it: rows shaped as Prisma's, every filterable and sortable field's column. */
+const IDENTITY_TABLE: FilteredTable = {
+  from: '"identity"."identity"',
+  select: 'id, name, email, avatar, roles, created_at as "createdAt", updated_at as "updatedAt", activated',
+  columns: {
+    id: { column: 'id', type: 'uuid' },
+    name: { column: 'name', type: 'text' },
+    email: { column: 'email', type: 'text' },
+    avatar: { column: 'avatar', type: 'text' },
+    // An array: filtering on a role means "holds this role".
+    roles: { column: 'roles', type: 'text', array: true },
+    activated: { column: 'activated', type: 'boolean' },
+    createdAt: { column: 'created_at', type: 'timestamptz' },
+    updatedAt: { column: 'updated_at', type: 'timestamptz' },
+  },
+};
 
 export function createIdentityRepository(database: Database): IdentityRepository {
   const prisma = createPrismaClient(PrismaClient, database);
   return {
     findById: (id) => prisma.identity.findUnique({ where: { id } }),
     findByEmail: (email) => prisma.identity.findUnique({ where: { email } }),
-    list: async (filters, page, count) => {
-      const where = whereOf(filters);
-      const [rows, total] = await Promise.all([
-        prisma.identity.findMany({
-          where,
-          orderBy: [{ [page.sort.field]: page.sort.direction }, { id: page.sort.direction }],
-          skip: page.offset,
-          // One row more than the page tells whether a next page exists without counting.
-          take: page.limit + 1,
-        }),
-        count ? prisma.identity.count({ where }) : Promise.resolve(undefined),
-      ]);
-      return { rows: rows.slice(0, page.limit), hasMore: rows.length > page.limit, total };
-    },
+    list: (filters, page, count) => readFilteredPage<IdentityRow>(prisma, IDENTITY_TABLE, filters as ListFilters, page, count),
     create: async (data, event) => {
       try {
         return await prisma.$transaction(async (tx) => {

@@ -1,5 +1,5 @@
 import { internalIdentitySchema } from '@app/contracts';
-import { booleanParam, instantParam, listQuerySchema } from '@app/platform';
+import { booleanFilterValue, filterParam, instantFilterValue, listQuerySchema, type FilterCondition } from '@app/platform';
 import { z } from 'zod';
 
 /**
@@ -70,25 +70,18 @@ export const identityEmailParamsSchema = z.object({ email: z.string().min(1).max
 export const SORTABLE_FIELDS = ['createdAt', 'updatedAt', 'name', 'email', 'activated'] as const;
 
 export const listIdentitiesQuerySchema = listQuerySchema(SORTABLE_FIELDS, {
-  name: z.string().max(200).optional(),
-  email: z.string().max(320).transform((email) => email.toLowerCase()).optional(),
-  avatar: z.string().max(2048).optional(),
-  roles: z.string().max(64).optional().describe('Identities holding this role'),
-  activated: booleanParam.optional(),
-  createdAt: instantParam.optional(),
-  updatedAt: instantParam.optional(),
+  name: filterParam({ name: 'name', kind: 'text', value: z.string().max(200) }),
+  email: filterParam({ name: 'email', kind: 'text', value: z.string().max(320).transform((email) => email.toLowerCase()) }),
+  avatar: filterParam({ name: 'avatar', kind: 'text', value: z.string().max(2048) }),
+  roles: filterParam({ name: 'roles (identities holding the role)', kind: 'member', value: z.string().max(64), example: 'admin' }),
+  activated: filterParam({ name: 'activated', kind: 'boolean', value: booleanFilterValue }),
+  createdAt: filterParam({ name: 'createdAt', kind: 'ordered', value: instantFilterValue }),
+  updatedAt: filterParam({ name: 'updatedAt', kind: 'ordered', value: instantFilterValue }),
 });
 
-export type IdentityFilters = {
-  /** Set by the service to scope a non-privileged caller to its own record; never a query parameter. */
-  id?: string;
-  name?: string;
-  email?: string;
-  avatar?: string;
-  roles?: string;
-  activated?: boolean;
-  createdAt?: Date;
-  updatedAt?: Date;
-};
+/** The conditions of each filtered field; `id` is set by the service to scope a non-privileged caller to its own record, never a query parameter. */
+export type IdentityFilters = Partial<
+  Record<'id' | 'name' | 'email' | 'avatar' | 'roles' | 'activated' | 'createdAt' | 'updatedAt', readonly FilterCondition[]>
+>;
 
 export { internalIdentitySchema };
