@@ -1,5 +1,6 @@
 import type { Logger } from '../logger.js';
 import type { Cache } from './cache.js';
+import { createNearCache } from './redis-near-cache.js';
 
 export interface RedisCacheOptions {
   url: string;
@@ -8,6 +9,11 @@ export interface RedisCacheOptions {
   keyPrefix?: string;
   /** A command not answered in this time fails, so a hung Redis never stalls a request. */
   commandTimeoutMs?: number;
+  /**
+   * Entries of the process-local tier in front of Redis (see createNearCache), which keeps
+   * every copy coherent with Redis's invalidations; 0 or unset: every read goes to Redis.
+   */
+  localEntries?: number;
 }
 
 const HIT_SCRIPT = `
@@ -63,17 +69,25 @@ export async function createRedisCache(options: RedisCacheOptions): Promise<Cach
     version = undefined;
   });
 
+  const near = options.localEntries ? createNearCache({ redis, keyPrefix: options.keyPrefix ?? '', maxEntries: options.localEntries, logger: options.logger }) : undefined;
+
   return {
     kind: 'redis',
-    get: (key) => redis.get(key),
+    get: (key) => (near ? near.get(key) : redis.get(key)),
     set: async (key, value, ttlSeconds) => {
+      near?.forget([key]);
       await redis.set(key, value, 'EX', ttlSeconds);
     },
     delete: async (...keys) => {
+      near?.forget(keys);
       if (keys.length > 0) await redis.del(...keys);
     },
-    increment: (key) => redis.incr(key),
+    increment: (key) => {
+      near?.forget([key]);
+      return redis.incr(key);
+    },
     hit: async (key, windowSeconds) => {
+      near?.forget([key]);
       const [count, ttl] = (await redis.eval(HIT_SCRIPT, 1, key, windowSeconds)) as [number, number];
       return { count, resetSeconds: Math.max(1, ttl) };
     },
@@ -90,6 +104,7 @@ export async function createRedisCache(options: RedisCacheOptions): Promise<Cach
       return { version };
     },
     close: async () => {
+      await near?.close();
       await redis.quit().catch(() => redis.disconnect());
     },
   };
