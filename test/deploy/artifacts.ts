@@ -178,7 +178,7 @@ export interface Container {
   securityContext?: { readOnlyRootFilesystem?: boolean; allowPrivilegeEscalation?: boolean; runAsNonRoot?: boolean };
 }
 export interface PodTemplate {
-  metadata: { labels: Record<string, string> };
+  metadata: { labels: Record<string, string>; annotations?: Record<string, string> };
   spec: {
     containers: Container[];
     restartPolicy?: string;

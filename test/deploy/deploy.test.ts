@@ -119,8 +119,10 @@ describe('Dockerfile', () => {
   const runtime = (keyword: string) => inStage(runtimeStage, keyword);
   const nodeImage = /NODE_IMAGE=(\S+)/.exec(instructions.find((i) => i.keyword === 'ARG' && i.args.startsWith('NODE_IMAGE'))?.args ?? '')?.[1];
 
-  it('bases every stage on Node 20 slim, the version package.json engines allow', () => {
-    expect(nodeImage).toBe('node:20-slim');
+  it('bases every stage on a supported Node LTS slim image (24) that package.json engines allow', () => {
+    expect(nodeImage).toBe('node:24-slim');
+    const engines = JSON.parse(read('package.json')).engines.node as string;
+    expect(Number(/^>=(\d+)/.exec(engines)?.[1])).toBeLessThanOrEqual(24);
     expect(instructions.filter((i) => i.keyword === 'FROM').map((i) => i.args.split(/\s+/)[0])).toEqual(stages.map(() => '${NODE_IMAGE}'));
   });
 
@@ -510,7 +512,7 @@ const probePaths = (container: Container) =>
   });
 });
 
-describe('every probe of every deployment asks a route its process serves', () => {
+describe('every probe and metrics scrape of every deployment asks a route its process serves', () => {
   let deps: Awaited<ReturnType<typeof openTestDependencies>>;
   const apps: App[] = [];
   beforeAll(async () => {
@@ -536,8 +538,12 @@ describe('every probe of every deployment asks a route its process serves', () =
   it.each([...PLATFORM_SERVICES, 'all-in-one' as const])('%s', async (service) => {
     const objects = service === 'all-in-one' ? (loadYamlDocuments(join(K8S_ALL_IN_ONE, 'all-in-one.yaml')) as K8sObject[]) : loadBase();
     const deployment = named(objects, 'Deployment', service)!;
-    const paths = [...new Set(probePaths(deployment.spec.template.spec.containers[0]!))];
-    expect(paths.length).toBeGreaterThan(0);
+    const container = deployment.spec.template.spec.containers[0]!;
+    // Prometheus scrapes the pod where its annotations say: the container's own port and /metrics.
+    const scrape = deployment.spec.template.metadata.annotations ?? {};
+    expect([scrape['prometheus.io/scrape'], Number(scrape['prometheus.io/port'])]).toEqual(['true', container.ports?.[0]?.containerPort]);
+    const paths = [...new Set([...probePaths(container), scrape['prometheus.io/path']!])];
+    expect(paths.length).toBeGreaterThan(1);
     const app = await build(service);
     await app.ready();
     // A registered route, not merely an answer: an unknown path can answer 401 at the edge.

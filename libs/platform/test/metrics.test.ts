@@ -1,0 +1,80 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { createApp, createLogger, declareAuth, loadConfig, type App } from '@app/platform';
+
+async function metricsApp(metrics: boolean): Promise<App> {
+  const app = await createApp({
+    name: 'shop',
+    version: '1.0.0',
+    logger: createLogger({ LOG_LEVEL: 'silent' }),
+    bodyLimit: 4096,
+    auth: { verifier: { verify: () => Promise.reject(new Error('no tokens here')) }, edge: true },
+    metrics,
+  });
+  await app.register(async (scope) => {
+    declareAuth(scope as App, 'public');
+    scope.get('/api/v1/:domain/ping', async (request) => ({ pong: (request.params as { domain: string }).domain }));
+  });
+  await app.ready();
+  return app;
+}
+
+/** The value of one sample line of the exposition, e.g. `x_count{a="b"} 3`. */
+function sample(text: string, series: string): number | undefined {
+  const line = text.split('\n').find((candidate) => candidate.startsWith(`${series} `));
+  return line === undefined ? undefined : Number(line.slice(series.length + 1));
+}
+
+describe('/metrics with METRICS=on', () => {
+  let app: App;
+  beforeAll(async () => {
+    app = await metricsApp(true);
+  });
+  afterAll(() => app.close());
+
+  it('is served without a token, even at the edge, in the Prometheus text format', async () => {
+    const response = await app.inject({ method: 'GET', url: '/metrics' });
+    expect(response.statusCode).toBe(200);
+    expect(response.headers['content-type']).toBe('text/plain; version=0.0.4; charset=utf-8');
+    expect(response.body).toContain('# TYPE http_request_duration_seconds histogram');
+    expect(response.body).toContain('# TYPE process_cpu_user_seconds_total counter');
+    expect(response.body).toContain('# TYPE nodejs_eventloop_lag_seconds gauge');
+  });
+
+  it('times each request under its route template, never its raw path', async () => {
+    const before = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+    const series = 'http_request_duration_seconds_count{method="GET",route="/api/v1/:domain/ping",status_code="200"}';
+    for (const domain of ['apples', 'pears', 'plums']) expect((await app.inject({ method: 'GET', url: `/api/v1/${domain}/ping` })).statusCode).toBe(200);
+    const after = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+    expect(sample(after, series)! - (sample(before, series) ?? 0)).toBe(3);
+    expect(after).not.toMatch(/apples|pears|plums/);
+  });
+
+  it('puts every request that matched no route under one label, whatever its path', async () => {
+    const series = 'http_request_duration_seconds_count{method="GET",route="unmatched",status_code="401"}';
+    const before = sample((await app.inject({ method: 'GET', url: '/metrics' })).body, series) ?? 0;
+    for (const path of ['/nope', '/wp-admin.php', `/x/${'y'.repeat(50)}`]) expect((await app.inject({ method: 'GET', url: path })).statusCode).toBe(401);
+    const after = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+    expect(sample(after, series)! - before).toBe(3);
+    expect(after).not.toContain('wp-admin');
+  });
+});
+
+describe('/metrics with METRICS=off', () => {
+  let app: App;
+  beforeAll(async () => {
+    app = await metricsApp(false);
+  });
+  afterAll(() => app.close());
+
+  it('is not a route: a 404 like any unknown path of the public allowlist', async () => {
+    const response = await app.inject({ method: 'GET', url: '/metrics' });
+    expect(response.statusCode).toBe(404);
+    expect(app.hasRoute({ method: 'GET', url: '/metrics' })).toBe(false);
+  });
+
+  it('is read from the environment as on or off, on by default', () => {
+    expect(loadConfig({}).METRICS).toBe('on');
+    expect(loadConfig({ METRICS: 'off' }).METRICS).toBe('off');
+    expect(() => loadConfig({ METRICS: 'no' })).toThrow('METRICS: expected one of "on", "off", got "no"');
+  });
+});
