@@ -93,27 +93,43 @@ describe('refusing to promote a squatter', () => {
 });
 
 describe('discovery', () => {
-  it('describes the endpoints, grants and algorithm', async () => {
-    const sso = await startSso('embedded');
+  const metadata = {
+    issuer: 'http://localhost:3000',
+    jwks_uri: 'http://localhost:3000/api/v1/sso/jwks',
+    token_endpoint: 'http://localhost:3000/api/v1/sso/token',
+    revocation_endpoint: 'http://localhost:3000/api/v1/sso/revoke',
+    introspection_endpoint: 'http://localhost:3000/api/v1/sso/introspect',
+    userinfo_endpoint: 'http://localhost:3000/api/v1/sso/userinfo',
+    grant_types_supported: ['password', 'refresh_token', 'client_credentials'],
+    token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+    revocation_endpoint_auth_methods_supported: ['none'],
+    introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+    subject_types_supported: ['public'],
+  };
+
+  it.each(['/.well-known/oauth-authorization-server', '/.well-known/openid-configuration'])(
+    'serves at %s only what works today: no response type, ID token algorithm or scope it cannot honour',
+    async (path) => {
+      const sso = await startSso('embedded');
+      try {
+        const response = await fetch(`${sso.url}${path}`);
+        expect(response.status).toBe(200);
+        expect(response.headers.get('cache-control')).toBe('public, max-age=3600');
+        expect(await response.json()).toEqual(metadata);
+      } finally {
+        await sso.close();
+      }
+    },
+  );
+
+  it('names the issuer JWT_ISSUER says, and every endpoint under it, absolute', async () => {
+    const sso = await startSso('embedded', { JWT_ISSUER: 'https://sso.example.test' });
     try {
-      const response = await fetch(`${sso.url}/.well-known/openid-configuration`);
-      expect(response.status).toBe(200);
-      expect(await response.json()).toEqual({
-        issuer: 'http://localhost:3000',
-        jwks_uri: 'http://localhost:3000/api/v1/sso/jwks',
-        token_endpoint: 'http://localhost:3000/api/v1/sso/token',
-        revocation_endpoint: 'http://localhost:3000/api/v1/sso/revoke',
-        userinfo_endpoint: 'http://localhost:3000/api/v1/sso/userinfo',
-        grant_types_supported: ['password', 'refresh_token', 'client_credentials'],
-        token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
-        revocation_endpoint_auth_methods_supported: ['none'],
-        id_token_signing_alg_values_supported: ['ES256'],
-        token_endpoint_auth_signing_alg_values_supported: ['ES256'],
-        response_types_supported: ['token'],
-        subject_types_supported: ['public'],
-        scopes_supported: [],
-        claims_supported: ['iss', 'aud', 'sub', 'iat', 'exp', 'jti', 'roles'],
-      });
+      const body = (await (await fetch(`${sso.url}/.well-known/oauth-authorization-server`)).json()) as Record<string, unknown>;
+      expect(body.issuer).toBe('https://sso.example.test');
+      for (const name of ['jwks_uri', 'token_endpoint', 'revocation_endpoint', 'introspection_endpoint', 'userinfo_endpoint']) {
+        expect(String(body[name])).toMatch(/^https:\/\/sso\.example\.test\/api\/v1\/sso\/[a-z]+$/);
+      }
     } finally {
       await sso.close();
     }

@@ -52,7 +52,7 @@ describe.each(testModes())('signing keys (%s)', (mode) => {
 
   it('rotates without rejecting a valid token: the new key is published first, the old one kept', async () => {
     const [oldKid] = (await jwks()).body.keys.map((key) => key.kid);
-    // Rotated as the rotate-keys command does, from another key service on the same table. A
+    // Rotated as another replica does, from another key service on the same table. A
     // running sso re-reads its signing key at the next activation it knows of, or within
     // SIGNING_KEY_REFRESH_MS: this one has signed nothing yet, so its first signature below
     // already reads the table with the new key in it.

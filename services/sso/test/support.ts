@@ -8,7 +8,7 @@ export interface SsoUnderTest {
   double: DirectoryDouble;
   deps: Awaited<ReturnType<typeof openTestDependencies>>;
   announced: string[];
-  /** A key service on sso's database, as the rotate-keys command builds it (another process, to the running sso). */
+  /** A key service on sso's database, as another sso replica builds it (another process, to the running sso). */
   keys(): ReturnType<typeof configuredKeyService>;
   /** POSTs a form to the token endpoint. */
   token(params: Record<string, string>, headers?: Record<string, string>): Promise<{ status: number; headers: Headers; body: Record<string, unknown> }>;

@@ -28,7 +28,7 @@ describe.each(testModes())('token endpoint (%s)', (mode) => {
       expect(response.body).toMatchObject({ token_type: 'Bearer', expires_in: 900 });
       const keys = await jwks();
       const header = JSON.parse(Buffer.from(String(response.body.access_token).split('.')[0]!, 'base64url').toString()) as Record<string, unknown>;
-      expect(header).toEqual({ alg: 'ES256', kid: keys.keys[0]!.kid, typ: 'JWT' });
+      expect(header).toEqual({ alg: 'ES256', kid: keys.keys[0]!.kid, typ: 'at+jwt' });
       const claims = verifyIndependently(String(response.body.access_token), keys);
       expect(claims).toEqual({
         iss: 'http://localhost:3000',

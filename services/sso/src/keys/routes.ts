@@ -1,12 +1,9 @@
-import type { App } from '@app/platform';
+import { problemSchema, type App } from '@app/platform';
 import { z } from 'zod';
-import { GRANT_TYPES } from '../tokens/service.js';
-import { REVOKE_PATH, TOKEN_PATH } from '../tokens/routes.js';
-import { SIGNING_ALGORITHM, type KeyService } from './service.js';
+import type { KeyService } from './service.js';
 
 export const JWKS_PATH = '/api/v1/sso/jwks';
-export const DISCOVERY_PATH = '/.well-known/openid-configuration';
-export const USERINFO_PATH = '/api/v1/sso/userinfo';
+export const ROTATE_KEYS_PATH = '/api/v1/sso/keys/rotate';
 
 /**
  * How long verifiers and HTTP caches may keep the JWKS. Short: a new key is published
@@ -20,30 +17,15 @@ const jwkSchema = z
 
 const jwksSchema = z.object({ keys: z.array(jwkSchema) }).meta({ id: 'Jwks' });
 
-const discoverySchema = z
+const rotatedSchema = z
   .object({
-    issuer: z.string(),
-    jwks_uri: z.string(),
-    token_endpoint: z.string(),
-    revocation_endpoint: z.string(),
-    userinfo_endpoint: z.string(),
-    grant_types_supported: z.array(z.string()),
-    token_endpoint_auth_methods_supported: z.array(z.string()),
-    revocation_endpoint_auth_methods_supported: z.array(z.string()),
-    id_token_signing_alg_values_supported: z.array(z.string()),
-    token_endpoint_auth_signing_alg_values_supported: z.array(z.string()),
-    response_types_supported: z.array(z.string()),
-    subject_types_supported: z.array(z.string()),
-    scopes_supported: z.array(z.string()),
-    claims_supported: z.array(z.string()),
+    kid: z.string().describe('The new key, published in the JWKS from now on'),
+    activatesAt: z.string().describe('When the new key starts signing (ISO 8601); the previous one signs until then'),
   })
-  .meta({ id: 'OpenIdConfiguration' });
+  .meta({ id: 'RotatedKey' });
 
 export interface KeyRoutesOptions {
   keys: KeyService;
-  /** The public base URL clients reach the platform at (the gateway). */
-  publicUrl: string;
-  issuer: string;
 }
 
 export async function keyRoutes(app: App, options: KeyRoutesOptions): Promise<void> {
@@ -64,35 +46,24 @@ export async function keyRoutes(app: App, options: KeyRoutesOptions): Promise<vo
     },
   );
 
-  const endpoint = (path: string) => new URL(path, options.publicUrl).toString();
-  app.get(
-    DISCOVERY_PATH,
+  app.post(
+    ROTATE_KEYS_PATH,
     {
-      config: { auth: 'public' },
+      config: { auth: { roles: ['admin'] } },
       schema: {
         tags: ['SSO'],
-        summary: 'Authorization server metadata (OpenID Connect discovery)',
-        response: { 200: discoverySchema },
+        summary: 'Rotate the signing key (admins)',
+        description:
+          'Adds a key that is published now and signs after SSO_KEY_ACTIVATION_DELAY_SECONDS, so every ' +
+          'verifier knows it first; the current key keeps signing until then and stays published until ' +
+          'every token it signed has expired. Tokens issued before keep working.',
+        security: [{ bearerAuth: [] }],
+        response: { 201: rotatedSchema, 401: problemSchema, 403: problemSchema },
       },
     },
     async (_request, reply) => {
-      reply.header('cache-control', 'public, max-age=3600');
-      return {
-        issuer: options.issuer,
-        jwks_uri: endpoint(JWKS_PATH),
-        token_endpoint: endpoint(TOKEN_PATH),
-        revocation_endpoint: endpoint(REVOKE_PATH),
-        userinfo_endpoint: endpoint(USERINFO_PATH),
-        grant_types_supported: [...GRANT_TYPES],
-        token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
-        revocation_endpoint_auth_methods_supported: ['none'],
-        id_token_signing_alg_values_supported: [SIGNING_ALGORITHM],
-        token_endpoint_auth_signing_alg_values_supported: [SIGNING_ALGORITHM],
-        response_types_supported: ['token'],
-        subject_types_supported: ['public'],
-        scopes_supported: [],
-        claims_supported: ['iss', 'aud', 'sub', 'iat', 'exp', 'jti', 'roles'],
-      };
+      const { kid, activatesAt } = await options.keys.rotate();
+      return reply.code(201).header('cache-control', 'no-store').send({ kid, activatesAt: activatesAt.toISOString() });
     },
   );
 }

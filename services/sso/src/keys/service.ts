@@ -22,6 +22,8 @@ export const SIGNING_ALGORITHM = 'ES256';
 export const SIGNING_KEY_REFRESH_MS = 30_000;
 /** Least time between two database reads caused by verifying a token with an unknown `kid`. */
 const UNKNOWN_KID_RELOAD_MS = 5_000;
+/** ...but never less than this, whatever the activation delay: forged kids must not become a database read each. */
+const MIN_UNKNOWN_KID_RELOAD_MS = 1_000;
 /** Lock name that serializes key creation and rotation across every replica. */
 const KEY_LOCK = 'sso:signing-keys';
 
@@ -87,6 +89,7 @@ export function createKeyService(options: KeyServiceOptions): KeyService {
   const { repository, encryption, logger } = options;
   let cached: { signing: SigningKey; validUntil: number } | undefined;
   let verification: { keys: JWTVerifyGetKey; loadedAt: number } | undefined;
+  const unknownKidReloadMs = Math.max(MIN_UNKNOWN_KID_RELOAD_MS, Math.min(UNKNOWN_KID_RELOAD_MS, options.activationDelaySeconds * 1000));
 
   const newKey = async (activatesAt: Date) => {
     const { publicKey, privateKey } = await generateKeyPair(SIGNING_ALGORITHM, { extractable: true });
@@ -185,7 +188,11 @@ export function createKeyService(options: KeyServiceOptions): KeyService {
         return await current.keys(header, token);
       } catch (error) {
         // An unknown kid may be a key another replica just created: look again, but rarely.
-        if (Date.now() - current.loadedAt < UNKNOWN_KID_RELOAD_MS) throw error;
+        // Never more rarely than the activation delay: a key is published when it is created
+        // and signs only that long after, so a set loaded less than that delay ago holds every
+        // key that can sign now, and one loaded earlier may not (the cooldown alone let another
+        // replica's new key be refused for up to 5 s when the delay was shorter).
+        if (Date.now() - current.loadedAt < unknownKidReloadMs) throw error;
         return (await loadVerification()).keys(header, token);
       }
     },

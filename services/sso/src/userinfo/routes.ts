@@ -1,6 +1,7 @@
 import { principalOf, problemSchema, type App } from '@app/platform';
 import { z } from 'zod';
-import { USERINFO_PATH } from '../keys/routes.js';
+
+export const USERINFO_PATH = '/api/v1/sso/userinfo';
 
 const userinfoSchema = z
   .object({ sub: z.string(), roles: z.array(z.string()), exp: z.number().int() })
