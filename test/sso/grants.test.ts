@@ -132,9 +132,12 @@ describe.each(cases)('sso through the gateway, with the real identity and creden
       jwks_uri: 'http://localhost:3000/api/v1/sso/jwks',
       token_endpoint: 'http://localhost:3000/api/v1/sso/token',
       revocation_endpoint: 'http://localhost:3000/api/v1/sso/revoke',
+      introspection_endpoint: 'http://localhost:3000/api/v1/sso/introspect',
       grant_types_supported: ['password', 'refresh_token', 'client_credentials'],
-      id_token_signing_alg_values_supported: ['ES256'],
     });
+    const metadata = await fetch(`${env.gateway}/.well-known/oauth-authorization-server`);
+    expect(metadata.status).toBe(200);
+    expect(await metadata.json()).toMatchObject({ issuer: 'http://localhost:3000', jwks_uri: 'http://localhost:3000/api/v1/sso/jwks' });
     const keys = await fetch(`${env.gateway}/api/v1/sso/jwks`);
     expect(keys.headers.get('cache-control')).toBe('public, max-age=300');
     const body = (await keys.json()) as { keys: Record<string, unknown>[] };

@@ -6,8 +6,8 @@ import { buildGateway } from '@app/gateway';
 import { identityService } from '@app/identity';
 import { buildServiceApp, createNatsBus, listenApp, type App, type Bus, type Env, type PlatformConfig, type RunningApp } from '@app/platform';
 import { configuredKeyService, createSsoService } from '@app/sso';
-import { startSplit as startReplicas } from '@app/split';
-import { freePort, openTestDependencies, REAL, testModes, type TestMode } from '@app/testing';
+import { freePort, openTestDependencies, type TestMode } from '@app/testing';
+import { startReplicas, topologyCases, type TestDependencies } from '../support/replicas.js';
 
 export const ADMIN_EMAIL = 'admin@example.com';
 export const ADMIN_PASSWORD = 'the bootstrap admin password';
@@ -23,7 +23,7 @@ export type Topology = 'all-in-one' | 'split' | 'replicas';
 export const TOPOLOGIES: Topology[] = ['all-in-one', 'split'];
 
 /** Each topology in each mode a suite runs in: `replicas` needs the real servers. */
-export const CASES = testModes().flatMap((mode) => [...TOPOLOGIES, ...(mode === 'real' ? (['replicas'] as const) : [])].map((topology) => [topology, mode] as const));
+export const CASES = topologyCases(TOPOLOGIES);
 
 /** An HTTP server that records the path of every request it gets and answers with `answer`. */
 export async function startCountingServer(answer: () => Promise<{ status: number; body: string }>) {
@@ -52,12 +52,12 @@ export interface TokenReply {
 
 export interface SsoPlatform {
   topology: Topology;
-  deps: Awaited<ReturnType<typeof openTestDependencies>>;
+  deps: TestDependencies;
   /** The edge: the gateway in split mode, the one instance in the all-in-one. */
   gateway: string;
   /** A service's own URL, to reach it directly (not through the gateway); split mode only. */
   direct(service: 'sso' | 'identity' | 'credentials'): string;
-  /** A key service on sso's table, as the rotate-keys command builds it (not the running sso's own). */
+  /** A key service on sso's table, as another sso replica builds it (not the running sso's own). */
   keys(): ReturnType<typeof configuredKeyService>;
   /** Every JWKS fetch of every verifier (gateway, identity, credentials) goes through this relay. */
   jwksFetches: string[];
@@ -75,8 +75,6 @@ export interface SsoPlatform {
   adminToken(): Promise<string>;
   close(): Promise<void>;
 }
-
-type TestDependencies = Awaited<ReturnType<typeof openTestDependencies>>;
 
 /** identity, credentials and sso each as their own app, and the gateway in front: split mode in one process. */
 async function startSplit(deps: TestDependencies, ssoPort: number): Promise<{ edge: RunningApp; services: Record<'sso' | 'identity' | 'credentials', RunningApp>; close(): Promise<void> }> {
@@ -129,13 +127,15 @@ export async function startSsoPlatform(mode: TestMode, topology: Topology, env: 
     }
     return { status: 503, body: '' };
   });
-  const deps = await openTestDependencies(mode, {
+  // What the platform is told, in process or (replicas) in every process's environment.
+  const platformEnv: Env = {
     JWKS_URL: `${relay.url}/jwks`,
     BOOTSTRAP_ADMIN_EMAIL: ADMIN_EMAIL,
     BOOTSTRAP_ADMIN_PASSWORD: ADMIN_PASSWORD,
     PLATFORM_SERVICES: 'identity,credentials,sso',
     ...env,
-  });
+  };
+  const deps = await openTestDependencies(mode, platformEnv);
   let running: {
     url: string;
     direct(service: 'sso' | 'identity' | 'credentials'): string;
@@ -156,28 +156,10 @@ export async function startSsoPlatform(mode: TestMode, topology: Topology, env: 
         close: () => platform.close(),
       };
     } else if (topology === 'replicas') {
-      if (!REAL.redisUrl || !REAL.natsUrl || !deps.config.DATABASE_URL) throw new Error('the replicas topology needs the real servers');
-      const cluster = await startReplicas({
-        replicas: 2,
-        port: 0,
-        output: () => undefined,
+      const cluster = await startReplicas(deps, {
         // The verifiers fetch sso's keys while the processes start (the bootstrap's system token).
         onPlanned: (replicas) => void (jwksOrigins = replicas.sso),
-        // This run's database, Redis prefix and stream: the processes share them with `deps`.
-        env: {
-          DATABASE_URL: deps.config.DATABASE_URL,
-          REDIS_URL: REAL.redisUrl,
-          NATS_URL: REAL.natsUrl,
-          CACHE_KEY_PREFIX: deps.cacheKeyPrefix,
-          NATS_STREAM: deps.natsStream,
-          LOG_LEVEL: 'warn',
-          TRUST_PROXY: deps.config.TRUST_PROXY,
-          JWKS_URL: `${relay.url}/jwks`,
-          BOOTSTRAP_ADMIN_EMAIL: ADMIN_EMAIL,
-          BOOTSTRAP_ADMIN_PASSWORD: ADMIN_PASSWORD,
-          PLATFORM_SERVICES: 'identity,credentials,sso',
-          ...env,
-        },
+        env: platformEnv,
       });
       running = {
         url: cluster.url,

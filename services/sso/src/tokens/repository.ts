@@ -11,6 +11,13 @@ export interface ClaimedRefreshToken {
   credentialId: string | null;
 }
 
+export interface LiveRefreshToken {
+  familyId: string;
+  identityId: string;
+  createdAt: Date;
+  expiresAt: Date;
+}
+
 /** Which refresh tokens a revocation ends. */
 export type RevokedSessions =
   | { familyId: string }
@@ -22,15 +29,19 @@ export type RevokedSessions =
 export interface RefreshTokenRepository {
   insert(token: { id: string; tokenHash: string; familyId: string; identityId: string; credentialId: string | null; expiresAt: Date }): Promise<void>;
   /**
-   * Marks a live token used and returns it, in one statement: of two concurrent claims of one
-   * token exactly one gets a row (the other's UPDATE re-checks `used_at` after the first commits).
-   * A token of a revoked family is refused too: a refresh that raced the revocation (reuse
-   * detected by a concurrent loser, a sign-out) may have inserted its new token after the
-   * family's rows were marked, and that token must not outlive its family.
+   * A refresh in one statement: marks a live token used and, only when that claim won, inserts
+   * its successor (same family, identity and credential), then returns the claimed token. Of
+   * two concurrent claims of one token exactly one gets a row (the other's UPDATE re-checks
+   * `used_at` after the first commits), and the loser inserts nothing. A token of a revoked
+   * family is refused too: a refresh that raced the revocation (reuse detected by a concurrent
+   * loser, a sign-out) may have inserted its new token after the family's rows were marked,
+   * and that token must not outlive its family. One round trip instead of two.
    */
-  claim(tokenHash: string, now: Date): Promise<ClaimedRefreshToken | undefined>;
+  rotate(tokenHash: string, now: Date, next: { id: string; tokenHash: string; expiresAt: Date }): Promise<ClaimedRefreshToken | undefined>;
   /** The family of a token that exists but was already used, or undefined. */
   spentFamily(tokenHash: string): Promise<string | undefined>;
+  /** A token that would be accepted now: unused, unrevoked, unexpired, its family unrevoked. */
+  live(tokenHash: string, now: Date): Promise<LiveRefreshToken | undefined>;
   /** The family of a token by its hash, whatever its state. */
   familyOf(tokenHash: string): Promise<string | undefined>;
   /**
@@ -54,19 +65,36 @@ export function createRefreshTokenRepository(prisma: PrismaClient): RefreshToken
     insert: async (token) => {
       await prisma.refreshToken.create({ data: token });
     },
-    claim: async (tokenHash, now) => {
+    rotate: async (tokenHash, now, next) => {
       const rows = await prisma.$queryRaw<{ id: string; family_id: string; identity_id: string; credential_id: string | null }[]>`
-        UPDATE "sso"."refresh_token" AS "token" SET "used_at" = ${now}
-        WHERE "token_hash" = ${tokenHash} AND "used_at" IS NULL AND "revoked_at" IS NULL AND "expires_at" > ${now}
-          AND NOT EXISTS (
-            SELECT 1 FROM "sso"."refresh_token" AS "sibling"
-            WHERE "sibling"."family_id" = "token"."family_id" AND "sibling"."revoked_at" IS NOT NULL)
-        RETURNING "id", "family_id", "identity_id", "credential_id"`;
+        WITH "claimed" AS (
+          UPDATE "sso"."refresh_token" AS "token" SET "used_at" = ${now}
+          WHERE "token_hash" = ${tokenHash} AND "used_at" IS NULL AND "revoked_at" IS NULL AND "expires_at" > ${now}
+            AND NOT EXISTS (
+              SELECT 1 FROM "sso"."refresh_token" AS "sibling"
+              WHERE "sibling"."family_id" = "token"."family_id" AND "sibling"."revoked_at" IS NOT NULL)
+          RETURNING "id", "family_id", "identity_id", "credential_id"
+        ), "issued" AS (
+          INSERT INTO "sso"."refresh_token" ("id", "token_hash", "family_id", "identity_id", "credential_id", "created_at", "expires_at")
+          SELECT ${next.id}::uuid, ${next.tokenHash}, "family_id", "identity_id", "credential_id", ${now}, ${next.expiresAt} FROM "claimed"
+        )
+        SELECT "id", "family_id", "identity_id", "credential_id" FROM "claimed"`;
       const row = rows[0];
       return row ? { id: row.id, familyId: row.family_id, identityId: row.identity_id, credentialId: row.credential_id } : undefined;
     },
     spentFamily: async (tokenHash) =>
       (await prisma.refreshToken.findFirst({ where: { tokenHash, usedAt: { not: null } }, select: { familyId: true } }))?.familyId,
+    live: async (tokenHash, now) => {
+      // The same conditions as rotate's claim: what introspection calls active, a refresh accepts.
+      const rows = await prisma.$queryRaw<{ family_id: string; identity_id: string; created_at: Date; expires_at: Date }[]>`
+        SELECT "family_id", "identity_id", "created_at", "expires_at" FROM "sso"."refresh_token" AS "token"
+        WHERE "token_hash" = ${tokenHash} AND "used_at" IS NULL AND "revoked_at" IS NULL AND "expires_at" > ${now}
+          AND NOT EXISTS (
+            SELECT 1 FROM "sso"."refresh_token" AS "sibling"
+            WHERE "sibling"."family_id" = "token"."family_id" AND "sibling"."revoked_at" IS NOT NULL)`;
+      const row = rows[0];
+      return row ? { familyId: row.family_id, identityId: row.identity_id, createdAt: row.created_at, expiresAt: row.expires_at } : undefined;
+    },
     familyOf: async (tokenHash) => (await prisma.refreshToken.findUnique({ where: { tokenHash }, select: { familyId: true } }))?.familyId,
     revoke: (which, now, issuedSince, announce) =>
       prisma.$transaction(async (tx) => {

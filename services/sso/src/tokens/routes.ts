@@ -2,13 +2,14 @@ import type { App } from '@app/platform';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { BlockList } from 'node:net';
 import { z } from 'zod';
-import { clientAddress } from '@app/platform';
+import { bearerToken, clientAddress, isAdmin, type TokenVerifier } from '@app/platform';
 import { invalidClient, invalidRequest, OAuthError } from './errors.js';
-import { oauthErrorSchema, revokeRequestSchema, tokenRequestSchema, tokenResponseSchema } from './schemas.js';
+import { introspectionRequestSchema, introspectionResponseSchema, oauthErrorSchema, revokeRequestSchema, tokenRequestSchema, tokenResponseSchema } from './schemas.js';
 import type { GrantContext, TokenService } from './service.js';
 
 export const TOKEN_PATH = '/api/v1/sso/token';
 export const REVOKE_PATH = '/api/v1/sso/revoke';
+export const INTROSPECT_PATH = '/api/v1/sso/introspect';
 
 const FORM = 'application/x-www-form-urlencoded';
 /** Token and revoke requests are a few short parameters; a larger body (form or JSON) is not one. */
@@ -58,7 +59,14 @@ function parametersOf(body: unknown): Record<string, unknown> {
   return body as Record<string, unknown>;
 }
 
-export async function tokenRoutes(app: App, options: { tokens: TokenService; trustedProxies: BlockList }): Promise<void> {
+export interface TokenRoutesOptions {
+  tokens: TokenService;
+  /** The process's one verifier: introspection answers exactly what every route of the platform would. */
+  verifier: TokenVerifier;
+  trustedProxies: BlockList;
+}
+
+export async function tokenRoutes(app: App, options: TokenRoutesOptions): Promise<void> {
   app.addContentTypeParser(FORM, { parseAs: 'string', bodyLimit: FORM_BODY_LIMIT }, (_request, body, done) => {
     const parameters: Record<string, string> = {};
     for (const [name, value] of new URLSearchParams(body as string)) {
@@ -71,6 +79,31 @@ export async function tokenRoutes(app: App, options: { tokens: TokenService; tru
     done(null, parameters);
   });
   app.setErrorHandler(oauthErrorHandler);
+
+  const grantContext = (request: FastifyRequest): GrantContext => {
+    const basic = parseBasicAuthorization(request.headers.authorization);
+    if (basic === 'malformed') throw invalidClient();
+    return { clientAddress: clientAddress(options.trustedProxies, request.socket.remoteAddress, request.headers['x-forwarded-for']), basic };
+  };
+
+  /**
+   * Who may introspect (RFC 7662 §2.1): a client with an API key (as the token endpoint accepts
+   * it), or an admin's bearer token. Anyone else, a valid non-admin token included, gets the
+   * same 401 invalid_client, so the answer says nothing about the token it was shown.
+   */
+  const authorizeIntrospection = async (request: FastifyRequest, body: Record<string, unknown>) => {
+    const bearer = bearerToken(request);
+    if (bearer) {
+      const principal = await options.verifier.verify(bearer).catch(() => undefined);
+      if (!principal || !isAdmin(principal)) throw invalidClient();
+      return;
+    }
+    const { client_id, client_secret } = body;
+    if ((client_id !== undefined && typeof client_id !== 'string') || (client_secret !== undefined && typeof client_secret !== 'string')) {
+      throw invalidRequest('Missing or invalid parameter: client_id, client_secret.');
+    }
+    await options.tokens.authenticateClient({ client_id, client_secret }, grantContext(request));
+  };
 
   const consumes = [FORM, 'application/json'];
   const errors = { 400: oauthErrorSchema, 401: oauthErrorSchema, 429: oauthErrorSchema, 503: oauthErrorSchema };
@@ -96,12 +129,7 @@ export async function tokenRoutes(app: App, options: { tokens: TokenService; tru
       },
     },
     async (request, reply) => {
-      const basic = parseBasicAuthorization(request.headers.authorization);
-      if (basic === 'malformed') throw invalidClient();
-      const tokens = await options.tokens.grant(parametersOf(request.body), {
-        clientAddress: clientAddress(options.trustedProxies, request.socket.remoteAddress, request.headers['x-forwarded-for']),
-        basic,
-      });
+      const tokens = await options.tokens.grant(parametersOf(request.body), grantContext(request));
       return noStore(reply).send(tokens);
     },
   );
@@ -130,6 +158,34 @@ export async function tokenRoutes(app: App, options: { tokens: TokenService; tru
       if (typeof token !== 'string' || token.length === 0 || token.length > 4096) throw invalidRequest('Missing or invalid parameter: token.');
       await options.tokens.revoke(token);
       return noStore(reply).send({});
+    },
+  );
+
+  app.post(
+    INTROSPECT_PATH,
+    {
+      // The caller authenticates in the handler: an API key has no bearer token to show the edge.
+      config: { auth: 'public' },
+      bodyLimit: FORM_BODY_LIMIT,
+      attachValidation: true,
+      schema: {
+        tags: ['SSO'],
+        summary: 'Introspect a token (RFC 7662)',
+        description:
+          'Says whether an access or refresh token is usable now, and what it carries. The caller ' +
+          'authenticates with an API key (HTTP Basic or client_secret, as at the token endpoint) or an ' +
+          "admin's bearer token. Revoked, expired, used and unknown tokens are `{ \"active\": false }` and nothing more.",
+        consumes,
+        body: introspectionRequestSchema,
+        response: { 200: introspectionResponseSchema, 400: oauthErrorSchema, 401: oauthErrorSchema, 429: oauthErrorSchema, 503: oauthErrorSchema },
+      },
+    },
+    async (request, reply) => {
+      const body = parametersOf(request.body);
+      await authorizeIntrospection(request, body);
+      const token = body.token;
+      if (typeof token !== 'string' || token.length === 0) throw invalidRequest('Missing or invalid parameter: token.');
+      return noStore(reply).send(await options.tokens.introspect(token));
     },
   );
 }

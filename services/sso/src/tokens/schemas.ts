@@ -1,5 +1,11 @@
 import { z } from 'zod';
 
+/** An API key client's authentication in the body (client_secret_post), at the token and introspection endpoints alike. */
+const clientAuthenticationFields = {
+  client_id: z.string().optional().describe('With an API key: optional, its credential id or its identity id'),
+  client_secret: z.string().optional().describe('An API key (or send it with HTTP Basic, never both)'),
+};
+
 /** RFC 6749 §4.3.2 / §6 / §4.4.2 parameters, as a form or a JSON object. Described for the docs; parsed by `parseGrant`. */
 export const tokenRequestSchema = z
   .object({
@@ -7,8 +13,7 @@ export const tokenRequestSchema = z
     username: z.string().optional().describe('password grant: the email of the identity'),
     password: z.string().optional().describe('password grant'),
     refresh_token: z.string().optional().describe('refresh_token grant'),
-    client_id: z.string().optional().describe('client_credentials: optional, the API key credential id or its identity id'),
-    client_secret: z.string().optional().describe('client_credentials: the API key (or send it with HTTP Basic)'),
+    ...clientAuthenticationFields,
     scope: z.string().optional().describe('accepted and ignored: tokens carry roles, not scopes'),
   })
   .meta({ id: 'TokenRequest' });
@@ -32,6 +37,30 @@ export const revokeRequestSchema = z
     token_type_hint: z.string().optional().describe('refresh_token (access tokens are short-lived and not revocable)'),
   })
   .meta({ id: 'RevokeRequest' });
+
+export const introspectionRequestSchema = z
+  .object({
+    token: z.string().describe('The access or refresh token to look at'),
+    token_type_hint: z.string().optional().describe('access_token or refresh_token; not needed, the token says which it is'),
+    ...clientAuthenticationFields,
+  })
+  .meta({ id: 'IntrospectionRequest' });
+
+export const introspectionResponseSchema = z
+  .object({
+    active: z.boolean(),
+    token_type: z.literal('Bearer').optional().describe('Access tokens only'),
+    iss: z.string().optional(),
+    aud: z.union([z.string(), z.array(z.string())]).optional(),
+    sub: z.string().optional(),
+    iat: z.number().int().optional(),
+    exp: z.number().int().optional(),
+    jti: z.string().optional(),
+    sid: z.string().optional().describe('The sign-in the token belongs to'),
+    client_id: z.string().optional().describe('The API key credential an access token was granted to'),
+    roles: z.array(z.string()).optional(),
+  })
+  .meta({ id: 'Introspection', description: 'RFC 7662 §2.2; an inactive token is `{ "active": false }` only' });
 
 const field = (max: number) => z.string().min(1).max(max);
 

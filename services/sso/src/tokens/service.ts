@@ -23,6 +23,7 @@ import {
 } from './schemas.js';
 import type { TokenSigner } from './signer.js';
 import type { LoginThrottle } from './throttle.js';
+import { tokenMetrics } from './metrics.js';
 
 export const GRANT_TYPES = ['password', 'refresh_token', 'client_credentials'] as const;
 
@@ -44,7 +45,43 @@ export interface GrantContext {
   basic?: { clientId: string; clientSecret: string };
 }
 
+/** A client that proved it holds an API key: the key's credential, its identity and that identity's roles. */
+export interface AuthenticatedClient {
+  identityId: string;
+  credentialId: string;
+  roles: string[];
+}
+
+/** RFC 7662 §2.2: what an introspection says of a token; an inactive one says nothing else. */
+export type Introspection =
+  | { active: false }
+  | {
+      active: true;
+      token_type?: 'Bearer';
+      iss: string;
+      aud?: string | string[];
+      sub: string;
+      iat: number;
+      exp: number;
+      jti?: string;
+      sid?: string;
+      client_id?: string;
+      roles?: string[];
+    };
+
+const INACTIVE: Introspection = { active: false };
+/** Longer than any token sso issues (an access token is well under 2 KB): inactive without a look. */
+const MAX_INTROSPECTED_TOKEN_LENGTH = 8_192;
+
 export interface TokenService {
+  /** Checks a client's API key (HTTP Basic or `client_secret`), or throws `invalid_client`. */
+  authenticateClient(body: { client_id?: string; client_secret?: string }, context: GrantContext): Promise<AuthenticatedClient>;
+  /**
+   * RFC 7662: whether `token` is one of ours and usable now. Access tokens go through the
+   * process's verifier (its verified-token cache, then its revocation set); refresh tokens are
+   * looked up. Revoked, expired, used and unknown tokens are all just `{ active: false }`.
+   */
+  introspect(token: string): Promise<Introspection>;
   grant(body: Record<string, unknown>, context: GrantContext): Promise<TokenResponse>;
   /**
    * RFC 7009: ends the sign-in a refresh or access token belongs to (its refresh tokens and
@@ -64,6 +101,8 @@ export interface TokenServiceOptions {
   throttle: LoginThrottle;
   logger: Logger;
   refreshTokenTtlSeconds: number;
+  /** `iss` of the tokens sso signs, said of its refresh tokens by introspection. */
+  issuer: string;
 }
 
 /** The one way a request's parameters become a grant: the wrong shape is `invalid_request`. */
@@ -96,16 +135,15 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
     credentialId: string | null;
   }
 
-  const issueRefreshToken = async (identityId: string, session: Session) => {
+  /** A new refresh token: the value for the client, its hash and expiry for the table. */
+  const mintRefreshToken = () => {
     const token = randomBytes(REFRESH_TOKEN_BYTES).toString('base64url');
-    await repository.insert({
-      id: randomUUID(),
-      tokenHash: hashRefreshToken(token),
-      familyId: session.familyId,
-      identityId,
-      credentialId: session.credentialId,
-      expiresAt: new Date(Date.now() + options.refreshTokenTtlSeconds * 1000),
-    });
+    return { token, tokenHash: hashRefreshToken(token), expiresAt: new Date(Date.now() + options.refreshTokenTtlSeconds * 1000) };
+  };
+
+  const issueRefreshToken = async (identityId: string, session: Session) => {
+    const { token, tokenHash, expiresAt } = mintRefreshToken();
+    await repository.insert({ id: randomUUID(), tokenHash, familyId: session.familyId, identityId, credentialId: session.credentialId, expiresAt });
     return token;
   };
 
@@ -117,23 +155,33 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
 
   const passwordGrant = async (grant: PasswordGrant, context: GrantContext) => {
     const retryAfter = await throttle.blocked(context.clientAddress, grant.username);
-    if (retryAfter !== undefined) throw tooManyAttempts(retryAfter);
+    if (retryAfter !== undefined) {
+      tokenMetrics.throttled('password');
+      throw tooManyAttempts(retryAfter);
+    }
     // identity is read once; for an unknown email, credentials verifies a dummy hash against
     // an id nobody has: the same answer in the same time.
     const identity = await upstreamCall(() => identities.lookup({ email: grant.username }));
     const verdict = await upstreamCall(() => credentials.verifyPassword({ identityId: identity?.id ?? NO_IDENTITY, password: grant.password }));
     if (!identity || !verdict.valid) {
       await throttle.recordFailure(context.clientAddress, grant.username);
+      tokenMetrics.failedLogin('password');
       throw invalidCredentials();
     }
-    if (!identity.activated) throw invalidCredentials();
+    if (!identity.activated) {
+      tokenMetrics.failedLogin('password');
+      throw invalidCredentials();
+    }
     await throttle.recordSuccess(context.clientAddress, grant.username);
     return tokensFor(identity.id, identity.roles, { familyId: randomUUID(), credentialId: verdict.credentialId ?? null });
   };
 
   const refreshGrant = async (grant: RefreshGrant) => {
     const hash = hashRefreshToken(grant.refresh_token);
-    const claimed = await repository.claim(hash, new Date());
+    // The successor is issued with the claim, in one statement; if the identity turns out to be
+    // gone, ending the family below revokes it with the rest.
+    const next = mintRefreshToken();
+    const claimed = await repository.rotate(hash, new Date(), { id: randomUUID(), tokenHash: next.tokenHash, expiresAt: next.expiresAt });
     if (!claimed) {
       const spent = await repository.spentFamily(hash);
       if (spent) {
@@ -150,41 +198,81 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
       throw invalidRefreshToken();
     }
     // Roles come from identity now, not from the sign-in: a revoked admin role ends at the next refresh.
-    return tokensFor(identity.id, identity.roles, { familyId: claimed.familyId, credentialId: claimed.credentialId });
+    const access = await signer.sign(identity.id, identity.roles, { sid: claimed.familyId });
+    return { access_token: access.token, token_type: 'Bearer' as const, expires_in: access.expiresIn, refresh_token: next.token };
   };
 
-  /** RFC 6749 §2.3.1: HTTP Basic or `client_secret` in the body, never both. */
-  const clientCredentialsGrant = async (grant: ClientCredentialsGrant, context: GrantContext): Promise<TokenResponse> => {
-    if (context.basic && (grant.client_secret !== undefined || grant.client_id !== undefined)) {
+  /**
+   * RFC 6749 §2.3.1: an API key with HTTP Basic or as `client_secret` in the body, never both;
+   * `client_id`, when sent, must name the key's credential or its identity. Failures count
+   * towards the client address's throttle, as failed sign-ins do.
+   */
+  const authenticateClient = async (body: { client_id?: string; client_secret?: string }, context: GrantContext): Promise<AuthenticatedClient> => {
+    if (context.basic && (body.client_secret !== undefined || body.client_id !== undefined)) {
       throw invalidRequest('Authenticate the client with HTTP Basic or with client_secret in the body, not both.');
     }
-    const clientId = context.basic?.clientId || grant.client_id;
-    const secret = context.basic?.clientSecret ?? grant.client_secret;
+    const clientId = context.basic?.clientId || body.client_id;
+    const secret = context.basic?.clientSecret ?? body.client_secret;
     if (!secret) throw invalidClient();
     const retryAfter = await throttle.blocked(context.clientAddress);
-    if (retryAfter !== undefined) throw tooManyAttempts(retryAfter);
+    if (retryAfter !== undefined) {
+      tokenMetrics.throttled('client_credentials');
+      throw tooManyAttempts(retryAfter);
+    }
     const verdict = await upstreamCall(() => credentials.verifyApiKey(secret));
     const matchesClientId = !clientId || clientId === verdict.credentialId || clientId === verdict.identityId;
     if (!verdict.valid || !verdict.identityId || !verdict.credentialId || !matchesClientId) {
       await throttle.recordFailure(context.clientAddress);
+      tokenMetrics.failedLogin('client_credentials');
       throw invalidClient();
     }
+    return { identityId: verdict.identityId, credentialId: verdict.credentialId, roles: verdict.roles ?? [] };
+  };
+
+  const clientCredentialsGrant = async (grant: ClientCredentialsGrant, context: GrantContext): Promise<TokenResponse> => {
+    const client = await authenticateClient(grant, context);
     // Exactly the identity's roles: an API key never grants more than its identity holds.
-    const access = await signer.sign(verdict.identityId, verdict.roles ?? [], { sid: randomUUID(), clientId: verdict.credentialId });
+    const access = await signer.sign(client.identityId, client.roles, { sid: randomUUID(), clientId: client.credentialId });
     return { access_token: access.token, token_type: 'Bearer', expires_in: access.expiresIn };
   };
 
+  const counted = <T>(grantType: (typeof GRANT_TYPES)[number], issued: T): T => {
+    tokenMetrics.issued(grantType);
+    return issued;
+  };
+
+  /** An access token of ours that every verifier accepts now: signed, unexpired (no tolerance here), not revoked. */
+  const introspectAccessToken = async (token: string): Promise<Introspection> => {
+    const principal = await verifier.verify(token).catch(() => undefined);
+    if (!principal || principal.claims.exp * 1000 <= Date.now()) return INACTIVE;
+    const { iss, aud, sub, iat, exp, jti, sid, client_id, roles } = principal.claims;
+    return { active: true, token_type: 'Bearer', iss, aud, sub, iat, exp, jti, ...(sid && { sid }), ...(client_id && { client_id }), roles };
+  };
+
+  const introspectRefreshToken = async (token: string): Promise<Introspection> => {
+    const live = await repository.live(hashRefreshToken(token), new Date());
+    if (!live) return INACTIVE;
+    const seconds = (date: Date) => Math.floor(date.getTime() / 1000);
+    return { active: true, iss: options.issuer, sub: live.identityId, iat: seconds(live.createdAt), exp: seconds(live.expiresAt), sid: live.familyId };
+  };
+
   return {
+    authenticateClient,
+
+    introspect: (token) =>
+      // A compact JWS has dots, a refresh token (base64url) never does: one look, whatever the hint.
+      token.length > MAX_INTROSPECTED_TOKEN_LENGTH ? Promise.resolve(INACTIVE) : token.includes('.') ? introspectAccessToken(token) : introspectRefreshToken(token),
+
     grant: async (body, context) => {
       const grantType = body.grant_type;
       if (typeof grantType !== 'string' || grantType === '') throw invalidRequest('Missing or invalid parameter: grant_type.');
       switch (grantType) {
         case 'password':
-          return passwordGrant(parse(passwordGrantSchema, body), context);
+          return counted('password', await passwordGrant(parse(passwordGrantSchema, body), context));
         case 'refresh_token':
-          return refreshGrant(parse(refreshGrantSchema, body));
+          return counted('refresh_token', await refreshGrant(parse(refreshGrantSchema, body)));
         case 'client_credentials':
-          return clientCredentialsGrant(parse(clientCredentialsGrantSchema, body), context);
+          return counted('client_credentials', await clientCredentialsGrant(parse(clientCredentialsGrantSchema, body), context));
         default:
           throw new OAuthError('unsupported_grant_type', `grant_type must be one of: ${GRANT_TYPES.join(', ')}.`);
       }

@@ -27,8 +27,12 @@ export function createTokenSigner(options: { keys: KeyService; issuer: string; a
     sign: async (sub, roles, { sid, clientId, ttlSeconds = options.accessTokenTtlSeconds }) => {
       const { kid, key } = await options.keys.signingKey();
       const now = Math.floor(Date.now() / 1000);
+      // RFC 9068 §2.2 claims. `client_id` only where a client authenticated (client_credentials): the
+      // password and refresh grants have no registered client yet, and a made-up id would say one did.
+      // No `scope`: tokens carry roles, and the metadata lists no scopes.
       const token = await new SignJWT({ sid, ...(clientId ? { client_id: clientId } : {}), roles })
-        .setProtectedHeader({ alg: SIGNING_ALGORITHM, kid, typ: 'JWT' })
+        // RFC 9068 §2.1: `at+jwt` says "access token", so no other JWT of ours can pass for one.
+        .setProtectedHeader({ alg: SIGNING_ALGORITHM, kid, typ: 'at+jwt' })
         .setIssuer(options.issuer)
         .setAudience(options.audience)
         .setSubject(sub)
