@@ -5,15 +5,15 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { credentialEventSchema, INTERNAL_ROUTES } from '@app/contracts';
 import { credentialsService } from '@app/credentials';
 import { buildServiceApp } from '@app/platform';
-import { freePort, testModes } from '@app/testing';
-import { startHarness, type Harness } from './harness.js';
+import { freePort } from '@app/testing';
+import { CASES, startHarness, type Harness } from './harness.js';
 
 const PASSWORD = 'correct horse battery staple';
 const NEW_PASSWORD = 'Tr0ub4dor&3-but-longer';
 /** An API key as a client makes one: 32 random bytes, base64url (43 characters). */
 const newKey = () => randomBytes(32).toString('base64url');
 
-describe.each(testModes())('credentials service through the platform\'s edge (%s)', (mode) => {
+describe.each(CASES)('credentials service through the platform\'s edge (%s, %s)', (topology, mode) => {
   let h: Harness;
   let admin: string;
   let system: string;
@@ -31,19 +31,19 @@ describe.each(testModes())('credentials service through the platform\'s edge (%s
   };
   const create = (body: Record<string, unknown>, token = admin, headers: Record<string, string> = {}) =>
     h.call('POST', '/api/v1/credentials', { token, body, headers });
-  /** Internal routes are served by credentials running alone (split mode), not in the all-in-one. */
+  /** Internal routes are served by credentials running alone (split mode: an app of its own in this process, or its first replica), not at the edge. */
   const internal = (path: string, body: unknown, token = platform) =>
     h.call('POST', path, { body, token, base: h.standalone.credentials });
 
   beforeAll(async () => {
-    h = await startHarness(mode);
+    h = await startHarness(mode, topology);
     admin = await h.issuer.mint(randomUUID(), ['admin']);
     system = await h.issuer.mint(randomUUID(), ['system']);
     platform = await h.issuer.mint('service:sso', ['system']);
     ada = await register('Ada', 'ada@example.com');
     bob = await register('Bob', 'bob@example.com');
-  }, 60_000);
-  afterAll(() => h.close());
+  }, 120_000);
+  afterAll(() => h.close(), 60_000);
 
   describe('POST /api/v1/credentials', () => {
     it('answers 401 without a token and 403 to anyone but an admin or a system token', async () => {
@@ -204,6 +204,30 @@ describe.each(testModes())('credentials service through the platform\'s edge (%s
       expect((await h.call('GET', '/api/v1/credentials?provider=SAML', { token: admin })).status).toBe(400);
     });
 
+    it('filters with PostgREST operators, and keeps a non-admin to its own credentials whatever it asks', async () => {
+      const providers = async (query: string, token = admin) => {
+        const reply = await h.call('GET', `/api/v1/credentials?${query}&sort=provider`, { token });
+        expect(reply.status).toBe(200);
+        return reply.body.map((c: { provider: string }) => c.provider);
+      };
+      const adas = await providers(`identity_id=${ada.id}`);
+      expect(adas).toHaveLength(2);
+      expect(await providers(`identity_id=eq.${ada.id}&provider=in.(${adas.join(',')})`)).toEqual(adas);
+      expect(await providers(`identity_id=eq.${ada.id}&provider=neq.${adas[0]}`)).toEqual(adas.slice(1));
+      expect(await providers('provider=not.in.(LOCAL,GOOGLE,GITHUB)')).toEqual(['API_KEY', 'API_KEY']);
+      expect(await providers('provider=API_KEY&lastUsedAt=is.null&createdAt=lt.2000-01-01T00:00:00Z')).toEqual([]);
+      expect(await providers(`identity_id=neq.${ada.id}`, ada.token)).toEqual([]);
+      expect((await h.call('GET', `/api/v1/credentials?identity_id=in.(${ada.id},${bob.id})`, { token: ada.token })).status).toBe(403);
+      const wrong = await h.call('GET', '/api/v1/credentials?provider=like.LOC*', { token: admin });
+      expect(wrong.status).toBe(400);
+      expect(wrong.body.errors).toEqual([
+        { path: 'query.provider', message: 'The operator "like" does not apply to this field; use one of eq, neq, in, is, e.g. in.(LOCAL,API_KEY).' },
+      ]);
+      const notAnId = await h.call('GET', '/api/v1/credentials?identity_id=in.(1,2)', { token: admin });
+      expect(notAnId.status).toBe(400);
+      expect(notAnId.body.errors).toEqual([{ path: 'query.identity_id', message: 'Invalid UUID' }]);
+    });
+
     it('lets the owner set a new password: rehashed, credential.updated with secretChanged, the old one no longer valid', async () => {
       const reply = await h.call('PUT', `/api/v1/credentials/${local}`, { token: ada.token, body: { secret: NEW_PASSWORD } });
       expect(reply.status).toBe(200);
@@ -310,7 +334,7 @@ describe.each(testModes())('credentials service through the platform\'s edge (%s
       expect((await internal(INTERNAL_ROUTES.verifyPassword, body, system)).status).toBe(403);
       expect((await internal(INTERNAL_ROUTES.localPasswordCreate, { identityId: bob.id, password: 'a password long enough' }, system)).status).toBe(403);
       expect((await h.call('POST', INTERNAL_ROUTES.verifyPassword, { body, base: h.standalone.credentials })).status).toBe(401);
-      // The all-in-one answers /internal like the gateway in split mode: a token first, then no such route.
+      // The edge (the all-in-one, or the gateway in front of the replicas) answers /internal: a token first, then no such route.
       for (const path of [INTERNAL_ROUTES.verifyPassword, INTERNAL_ROUTES.verifyApiKey]) {
         expect((await h.call('POST', path, { body })).status).toBe(401);
         expect((await h.call('POST', path, { body, token: system })).status).toBe(404);
@@ -359,7 +383,7 @@ describe.each(testModes())('credentials service through the platform\'s edge (%s
       expect((await create({ identity_id: bob.id, provider: 'API_KEY', secret: apiKey })).status).toBe(201);
       const configured = await buildServiceApp(credentialsService, {
         ...h.deps,
-        logger: h.platform.dependencies.logger,
+        logger: h.logger,
         config: { ...h.deps.config, API_KEY_HASH_KEY: randomBytes(32).toString('base64'), IDENTITY_URL: h.standalone.identity },
       });
       try {
@@ -396,7 +420,7 @@ describe.each(testModes())('credentials service through the platform\'s edge (%s
       // A second replica of the service, configured with higher costs, on the same database.
       const stronger = await buildServiceApp(credentialsService, {
         ...h.deps,
-        logger: h.platform.dependencies.logger,
+        logger: h.logger,
         config: { ...h.deps.config, ARGON2_TIME_COST: 3, IDENTITY_URL: h.standalone.identity },
       });
       try {
@@ -429,7 +453,7 @@ describe.each(testModes())('credentials service through the platform\'s edge (%s
     it('answers 503 with Retry-After when identity cannot be asked, creating nothing', async () => {
       const orphan = await buildServiceApp(credentialsService, {
         ...h.deps,
-        logger: h.platform.dependencies.logger,
+        logger: h.logger,
         config: { ...h.deps.config, IDENTITY_URL: `http://127.0.0.1:${await freePort()}` },
       });
       try {

@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { identityEventSchema, INTERNAL_ROUTES } from '@app/contracts';
-import { testModes } from '@app/testing';
-import { startHarness, type Harness } from './harness.js';
+import { CASES, startHarness, type Harness } from './harness.js';
 
-describe.each(testModes())('identity service through the platform\'s edge (%s)', (mode) => {
+describe.each(CASES)('identity service through the platform\'s edge (%s, %s)', (topology, mode) => {
   let h: Harness;
   let admin: string;
   let system: string;
@@ -20,14 +19,14 @@ describe.each(testModes())('identity service through the platform\'s edge (%s)',
   };
 
   beforeAll(async () => {
-    h = await startHarness(mode);
+    h = await startHarness(mode, topology);
     admin = await h.issuer.mint(randomUUID(), ['admin']);
     system = await h.issuer.mint(randomUUID(), ['system']);
     platform = await h.issuer.mint('service:sso', ['system']);
     ada = await register('Ada', 'Ada@Example.com');
     bob = await register('Bob', 'bob@example.com');
-  }, 60_000);
-  afterAll(() => h.close());
+  }, 120_000);
+  afterAll(() => h.close(), 60_000);
 
   describe('POST /api/v1/identity', () => {
     it('registers an identity without a token: 201 with the record, email lower-cased, no roles', async () => {
@@ -133,6 +132,54 @@ describe.each(testModes())('identity service through the platform\'s edge (%s)',
       expect(own.body.map((i: { id: string }) => i.id)).toEqual([bob.id]);
       for (const query of ['limit=0', 'limit=101', 'offset=-1', 'sort=password', 'activated=yes', 'color=red']) {
         expect((await h.call('GET', `/api/v1/identity?${query}`, { token: admin })).status).toBe(400);
+      }
+    });
+    it('filters with PostgREST operators: ilike with *, in, not., is, ranges on instants and roles held', async () => {
+      const ids = async (query: string, token = admin) => {
+        const reply = await h.call('GET', `/api/v1/identity?${query}&sort=email`, { token });
+        expect(reply.status).toBe(200);
+        return reply.body.map((i: { id: string }) => i.id);
+      };
+      expect(await ids('email=ilike.*@EXAMPLE.com&name=in.(Ada,Bob)')).toEqual([ada.id, bob.id]);
+      expect(await ids('email=like.ada*')).toEqual([ada.id]);
+      expect(await ids(`email=in.(${encodeURIComponent('"BOB@example.com"')},nobody@example.com)`)).toEqual([bob.id]);
+      expect(await ids('email=ilike.*@example.com&name=not.eq.Ada&name=in.(Ada,Bob)')).toEqual([bob.id]);
+      expect(await ids('name=in.(Ada,Bob)&avatar=is.null&createdAt=gt.2000-01-01T00:00:00Z')).toEqual([ada.id, bob.id]);
+      expect(await ids('name=in.(Ada,Bob)&roles=eq.admin')).toEqual([]);
+      expect(await ids('name=in.(Ada,Bob)&roles=neq.admin')).toEqual([ada.id, bob.id]);
+      // A non-admin's filters apply within its own record.
+      expect(await ids('email=ilike.*@example.com', bob.token)).toEqual([bob.id]);
+      expect(await ids('email=eq.ada@example.com', bob.token)).toEqual([]);
+    });
+
+    it.each([
+      ['activated=gt.true', 'query.activated', 'The operator "gt" does not apply to this field; use one of eq, neq, is, e.g. is.true.'],
+      ['roles=like.adm*', 'query.roles', 'The operator "like" does not apply to this field; use one of eq, neq, in, e.g. in.(admin).'],
+      ['createdAt=gte.yesterday', 'query.createdAt', 'Invalid ISO datetime'],
+      ['createdAt=between.1', 'query.createdAt', 'Unknown operator "between": write op.value with op one of eq, neq, gt, gte, lt, lte, in, is, e.g. gte.2025-01-01T00:00:00Z.'],
+      ['name=in.()', 'query.name', 'The list after "in." is empty; give at least one value, e.g. in.(a,b).'],
+      ['email=is.true', 'query.email', 'After "is." write null.'],
+    ])('answers 400 to ?%s, naming the field', async (query, path, message) => {
+      const reply = await h.call('GET', `/api/v1/identity?${query}`, { token: admin });
+      expect(reply.status).toBe(400);
+      expect(reply.body).toEqual({
+        type: 'urn:problem:platform-validation-failed',
+        title: 'Bad Request',
+        status: 400,
+        detail: 'The request is invalid; see "errors" for each problem.',
+        instance: '/api/v1/identity',
+        code: 'PLATFORM_VALIDATION_FAILED',
+        requestId: expect.any(String),
+        errors: [{ path, message }],
+      });
+    });
+
+    it('treats an injection attempt in a filter as a value', async () => {
+      const attempt = encodeURIComponent("x' or '1'='1");
+      for (const query of [`name=eq.${attempt}`, `email=like.*${attempt}*`, `roles=in.(${attempt},"a) or (true")`]) {
+        const reply = await h.call('GET', `/api/v1/identity?${query}`, { token: admin });
+        expect(reply.status).toBe(200);
+        expect(reply.body).toEqual([]);
       }
     });
   });
@@ -257,7 +304,7 @@ describe.each(testModes())('identity service through the platform\'s edge (%s)',
     });
   });
 
-  // Served by identity running alone (split mode) only: in the all-in-one its peers call it in process.
+  // Served by identity running alone (split mode: an app of its own in this process, or its first replica) only: in the all-in-one its peers call it in process.
   describe('internal lookup', () => {
     const lookup = (body: unknown, token?: string) =>
       h.call('POST', INTERNAL_ROUTES.identityLookup, { body, token, base: h.standalone.identity });
@@ -289,7 +336,7 @@ describe.each(testModes())('identity service through the platform\'s edge (%s)',
       expect((await h.call('POST', INTERNAL_ROUTES.identityCreate, { body: { name: 'X', email: 'x@example.com', roles: ['admin'] }, token: system, base: h.standalone.identity })).status).toBe(403);
       expect((await lookup({ id: ada.id }, ada.token)).status).toBe(403);
       expect((await lookup({ id: ada.id })).status).toBe(401);
-      // The all-in-one answers /internal like the gateway in split mode: a token first, then no such route.
+      // The edge (the all-in-one, or the gateway in front of the replicas) answers /internal: a token first, then no such route.
       expect((await h.call('POST', INTERNAL_ROUTES.identityLookup, { body: { id: ada.id } })).status).toBe(401);
       expect((await h.call('POST', INTERNAL_ROUTES.identityLookup, { body: { id: ada.id }, token: platform })).status).toBe(404);
     });
