@@ -12,7 +12,9 @@
 #   docker build --build-arg SERVICE=all-in-one --build-arg WORKSPACE=apps/all-in-one \
 #     --build-arg PORT=3000 -t api-platform/all-in-one .
 
-ARG NODE_IMAGE=node:20-slim
+# Node 24, the active LTS: Node 20 left upstream support in April 2026. The code also runs on
+# Node 20.19+ and 22 (package.json engines); --build-arg NODE_IMAGE=node:22-slim selects 22.
+ARG NODE_IMAGE=node:24-slim
 
 # ---- manifests: only the files `npm ci` reads, so the dependency layers below stay cached
 # while source files change (BuildKit compares the copied content, not this stage's inputs).

@@ -39,6 +39,16 @@ const isHttpUrl = (value: string) => {
   }
 };
 
+/** An origin as a browser sends it: http(s), a host, an optional port, nothing else (no path, no trailing slash). */
+const isOrigin = (value: string) => {
+  try {
+    const url = new URL(value);
+    return ['http:', 'https:'].includes(url.protocol) && url.origin === value;
+  } catch {
+    return false;
+  }
+};
+
 /**
  * Where a service is: one http(s) URL, or several separated by commas, its replicas, which its
  * callers balance across (clients/replicas.ts). Kept as the text, spaces around commas removed.
@@ -74,6 +84,16 @@ const configShape = z.object({
   REDIS_URL: urlWithProtocols(['redis', 'rediss']).optional(),
   /** Entries the in-process cache holds before it evicts the least recently used. */
   CACHE_MAX_ENTRIES: positiveInt('a whole number of entries, at least 1').default(10_000),
+  /**
+   * With REDIS_URL: entries of the process-local tier in front of Redis, which Redis keeps
+   * coherent by telling each process which keys changed (client-side caching); a read it
+   * holds never leaves the process. 0 turns it off (every read goes to Redis).
+   */
+  CACHE_LOCAL_ENTRIES: z.coerce
+    .number({ error: 'expected a whole number of entries, 0 or more' })
+    .int({ error: 'expected a whole number of entries, 0 or more' })
+    .min(0, { error: 'expected a whole number of entries, 0 or more' })
+    .default(10_000),
   /**
    * Put before every Redis key, so two platforms can share one Redis server (a test run, a
    * staging beside production); every process of one platform must use the same one.
@@ -228,6 +248,25 @@ const configShape = z.object({
     })
     .optional(),
 
+  /** `off` serves no /metrics and records no request histogram (Prometheus exposition, on by default). */
+  METRICS: z.enum(['on', 'off']).default('on'),
+  /**
+   * Origins browsers may call the API from, comma-separated, each exactly `scheme://host[:port]`
+   * (what a browser sends in `Origin`). Unset: no CORS headers at all, so no page on another
+   * origin can read an answer. Answered at the edge only (the gateway, or the all-in-one).
+   */
+  CORS_ORIGINS: z
+    .string()
+    .transform((value, ctx) => {
+      const origins = value.split(',').map((origin) => origin.trim()).filter(Boolean);
+      const invalid = origins.filter((origin) => !isOrigin(origin));
+      if (origins.length === 0 || invalid.length > 0) {
+        ctx.addIssue({ code: 'custom', message: `expected comma-separated origins, each scheme://host[:port] with no path (e.g. https://app.example.com)${invalid.length > 0 ? `; not an origin: ${invalid.join(', ')}` : ''}` });
+        return z.NEVER;
+      }
+      return origins;
+    })
+    .optional(),
   /** Largest request body a service accepts (bytes). */
   BODY_LIMIT: positiveInt('a size in bytes').default(1_048_576),
   /** Longest request target (path and query) accepted; longer ones get 414 (nginx and Apache stop near 8 KiB). */
@@ -295,6 +334,7 @@ export const SHARED_CONFIG: readonly ConfigKey[] = [
   'DATA_DIR',
   'REDIS_URL',
   'CACHE_MAX_ENTRIES',
+  'CACHE_LOCAL_ENTRIES',
   'CACHE_KEY_PREFIX',
   'NATS_URL',
   'NATS_STREAM',
@@ -313,6 +353,8 @@ export const SHARED_CONFIG: readonly ConfigKey[] = [
   'REQUEST_TIMEOUT_MS',
   'SHUTDOWN_TIMEOUT_MS',
   'ALL_IN_ONE',
+  'METRICS',
+  'CORS_ORIGINS',
 ];
 
 /** The variable that tells where a service is in split mode (IDENTITY_URL, ...). */

@@ -39,7 +39,12 @@ export async function openDependencies(
     ? openPostgres({ url: config.DATABASE_URL, poolMax: config.DATABASE_POOL_MAX, logger })
     : await openPGlite({ dataDir: options.pgliteDir ?? join(config.DATA_DIR, 'pglite'), logger });
   const cache = config.REDIS_URL
-    ? await createRedisCache({ url: config.REDIS_URL, logger, keyPrefix: (config.CACHE_KEY_PREFIX ?? '') + (options.cacheKeyPrefix ?? '') || undefined })
+    ? await createRedisCache({
+        url: config.REDIS_URL,
+        logger,
+        keyPrefix: (config.CACHE_KEY_PREFIX ?? '') + (options.cacheKeyPrefix ?? '') || undefined,
+        localEntries: config.CACHE_LOCAL_ENTRIES,
+      })
     : createMemoryCache({ maxEntries: config.CACHE_MAX_ENTRIES });
   const bus = config.NATS_URL
     ? await createNatsBus({ servers: config.NATS_URL, logger, name: options.name, stream: config.NATS_STREAM })

@@ -94,7 +94,7 @@ export async function openTestDependencies(
   const config = testConfig({ DATABASE_URL: testDb.url, REDIS_URL: REAL.redisUrl, NATS_URL: REAL.natsUrl, ...overrides });
   const database = openPostgres({ url: testDb.url, poolMax: 5, logger });
   const cacheKeyPrefix = `test:${run}:`;
-  const cache = await createRedisCache({ url: REAL.redisUrl, logger, keyPrefix: cacheKeyPrefix });
+  const cache = await createRedisCache({ url: REAL.redisUrl, logger, keyPrefix: cacheKeyPrefix, localEntries: config.CACHE_LOCAL_ENTRIES });
   const natsStream = `TEST_${run.toUpperCase()}`;
   const bus = await createNatsBus({ servers: REAL.natsUrl, logger, stream: natsStream, deleteStreamOnClose: true });
   return {
@@ -307,3 +307,21 @@ export * from './directory-double.js';
 export * from './independent-jws.js';
 export * from './fault-proxy.js';
 export * from './raw-http.js';
+
+/** The CORS headers of an answer (`access-control-*`), from fetch's Headers or inject's record. */
+export function corsHeadersOf(headers: Headers | Record<string, unknown>): Record<string, unknown> {
+  const entries = headers instanceof Headers ? [...headers] : Object.entries(headers);
+  return Object.fromEntries(entries.filter(([name]) => name.startsWith('access-control-')));
+}
+
+/** The response headers the edge lets a page of an allowed origin read (CORS_EXPOSED_HEADERS). */
+export const CORS_EXPOSED = 'Link, ETag, Location, Content-Range, Retry-After, X-Request-Id';
+
+/** What the edge answers a preflight from an allowed `origin` with, whatever route it names. */
+export const corsPreflightAllowance = (origin: string) => ({
+  'access-control-allow-origin': origin,
+  'access-control-allow-methods': 'GET, HEAD, POST, PUT, PATCH, DELETE',
+  'access-control-allow-headers': 'authorization, content-type, accept-language, prefer, x-request-id',
+  'access-control-expose-headers': CORS_EXPOSED,
+  'access-control-max-age': '7200',
+});

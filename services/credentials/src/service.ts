@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { AppError, defineService, systemPrincipal } from '@app/platform';
+import { AppError, bumpSignInGeneration, defineService, systemPrincipal } from '@app/platform';
 import { createCredentialRepository } from './credentials/repository.js';
 import { credentialInternalRoutes, credentialRoutes, CREDENTIALS_PREFIX } from './credentials/routes.js';
 import { API_KEY_HASH_KEY_BYTES, createApiKeyHasher, createPasswordHasher, decodeApiKeyHashKey } from './credentials/secrets.js';
@@ -17,7 +17,7 @@ export const credentialsService = defineService({
   migrations: fileURLToPath(new URL('../prisma/migrations', import.meta.url)),
   outbox: true,
   checks: ['database', 'cache'],
-  routes: async (app, { mode, config, database, clients, eventsCommitted, provide }) => {
+  routes: async (app, { mode, config, database, cache, logger, clients, eventsCommitted, provide }) => {
     const repository = createCredentialRepository(database);
     app.addHook('onClose', () => repository.close());
     // The configured key, or (development, the embedded default) one generated once and kept
@@ -35,6 +35,7 @@ export const credentialsService = defineService({
       apiKeys: createApiKeyHasher(apiKeyHashKey),
       identities: clients.identity,
       eventsCommitted,
+      signInChanged: () => bumpSignInGeneration(cache, logger),
     });
     const inProcess = { principal: systemPrincipal('credentials'), authority: {} };
     provide({

@@ -4,7 +4,7 @@ import { startCrud, type CrudHarness } from './helper.js';
 describe('OpenAPI of the crud service', () => {
   let crud: CrudHarness;
   let document: {
-    paths: Record<string, Record<string, { tags: string[]; summary: string; security?: unknown[]; responses: Record<string, unknown>; parameters?: { name: string; in: string }[] }>>;
+    paths: Record<string, Record<string, { tags: string[]; summary: string; security?: unknown[]; responses: Record<string, unknown>; parameters?: { name: string; in: string; description?: string; schema?: unknown; examples?: unknown; example?: unknown }[] }>>;
     components: { schemas: Record<string, unknown> };
   };
   beforeAll(async () => {
@@ -41,5 +41,17 @@ describe('OpenAPI of the crud service', () => {
     expect(parameters.sort()).toEqual(
       ['limit', 'offset', 'sort', 'name', 'price', 'description', 'stock', 'category', 'perishable', 'activated', 'createdAt', 'updatedAt'].sort(),
     );
+  });
+
+  it('documents each filter’s operators in PostgREST syntax, with an example', () => {
+    const parameters = document.paths['/api/v1/products']!.get!.parameters!.filter((p) => p.in === 'query');
+    const byName = Object.fromEntries(parameters.map((p) => [p.name, p]));
+    expect(byName.price).toMatchObject({ example: 'gte.10', schema: { anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }] } });
+    expect(byName.price!.description).toContain('`eq`, `neq`, `gt`, `gte`, `lt`, `lte`, `in`, `is`');
+    expect(byName.name).toMatchObject({ example: 'ilike.*a*' });
+    expect(byName.name!.description).toContain('`*` is the wildcard of like/ilike');
+    expect(byName.category).toMatchObject({ example: 'in.(Fruits,Vegetables)' });
+    expect(byName.perishable).toMatchObject({ example: 'is.true' });
+    expect(byName.createdAt).toMatchObject({ example: 'gte.2025-01-01T00:00:00Z' });
   });
 });

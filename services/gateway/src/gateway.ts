@@ -64,6 +64,8 @@ export async function buildGateway(config: PlatformConfig, logger: Logger, optio
     limits: httpLimitsOf(config),
     description: PLATFORM_DESCRIPTION,
     auth: { verifier: options.verifier ?? accessTokenVerifier(config, undefined, revocations), edge: true },
+    metrics: config.METRICS === 'on',
+    corsOrigins: config.CORS_ORIGINS,
   });
   app.addHook('onClose', async () => {
     await feed?.stop();
@@ -82,7 +84,7 @@ export async function buildGateway(config: PlatformConfig, logger: Logger, optio
     });
     // The proxies bring their own pass-through parser for JSON in place of the platform's.
     scope.removeContentTypeParser('application/json');
-    await registerProxies(scope as App, { routes, timeoutMs: config.UPSTREAM_TIMEOUT_MS, trustedProxies: parseTrustedProxies(config.TRUST_PROXY) });
+    await registerProxies(scope as App, { routes, timeoutMs: config.UPSTREAM_TIMEOUT_MS, trustedProxies: parseTrustedProxies(config.TRUST_PROXY), cors: config.CORS_ORIGINS !== undefined });
   });
   await registerDocs(app, { upstreams: routes });
   return app;

@@ -1,5 +1,5 @@
 import proxy from '@fastify/http-proxy';
-import { clientAddress, errorCodes, isUnreachable, sendProblem, type App } from '@app/platform';
+import { clientAddress, errorCodes, isUnreachable, sendProblem, varyWith, type App } from '@app/platform';
 import type { BlockList } from 'node:net';
 import type { FastifyReply } from 'fastify';
 import { BalancedPool, RetryAgent, type Dispatcher, type Pool } from 'undici';
@@ -50,6 +50,23 @@ export interface ProxyOptions {
   timeoutMs: number;
   /** TRUST_PROXY of the edge: the load balancers whose X-Forwarded-For the gateway believes (none by default). */
   trustedProxies: BlockList;
+  /** The edge answers CORS (CORS_ORIGINS is set): an upstream's own CORS headers are dropped, its `vary` gains Origin. */
+  cors: boolean;
+}
+
+/**
+ * Methods proxied to a service. Not OPTIONS: the edge answers it itself, a CORS preflight in
+ * its hook and anything else with its 404, as the all-in-one does; no service serves OPTIONS.
+ */
+const PROXIED_METHODS = ['DELETE', 'GET', 'HEAD', 'PATCH', 'POST', 'PUT'];
+
+/** An upstream answer's headers as the edge sends them on: CORS is the edge's, never the upstream's. */
+function edgeCorsHeaders<Headers extends Record<string, unknown>>(headers: Headers): Headers {
+  const kept: Record<string, unknown> = {};
+  for (const name in headers) if (!name.startsWith('access-control-')) kept[name] = headers[name];
+  // The edge's CORS hook set `vary: Origin` before the proxy copies the upstream's headers over it.
+  kept.vary = varyWith(headers.vary, 'Origin');
+  return kept as Headers;
 }
 
 /** Socket errors meaning nobody listens at a replica's address (as in isUnreachable). */
@@ -92,6 +109,7 @@ export async function registerProxies(app: App, options: ProxyOptions): Promise<
       upstream: route.urls[0]!,
       prefix: route.prefix,
       rewritePrefix: route.prefix,
+      httpMethods: PROXIED_METHODS,
       // Fastify already logs each request and its answer; two more lines per hop only cost.
       disableRequestLogging: true,
       undici: dispatcher ?? poolOptions,
@@ -108,7 +126,7 @@ export async function registerProxies(app: App, options: ProxyOptions): Promise<
         },
         // Without this an upstream's `connection: keep-alive` would override a client's
         // `Connection: close` (or HTTP/1.0) and hold its socket until the keep-alive timeout.
-        rewriteHeaders: (headers) => withoutHopByHop(headers),
+        rewriteHeaders: options.cors ? (headers) => edgeCorsHeaders(withoutHopByHop(headers)) : (headers) => withoutHopByHop(headers),
         onError: upstreamError(route),
       },
     });

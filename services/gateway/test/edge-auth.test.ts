@@ -71,7 +71,9 @@ describe('edge authentication', () => {
     ['POST', '/api/v1/sso/token'],
     ['POST', '/api/v1/sso/revoke'],
     ['GET', '/api/v1/sso/jwks'],
+    ['POST', '/api/v1/sso/introspect'],
     ['GET', '/.well-known/openid-configuration'],
+    ['GET', '/.well-known/oauth-authorization-server'],
   ])('lets %s %s through without a token', async (method, path) => {
     const response = await fetch(`${url}${path}`, { method, ...(method === 'POST' ? { body: '{}', headers: { 'content-type': 'application/json' } } : {}) });
     expect(response.status).toBe(200);

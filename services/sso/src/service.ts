@@ -3,10 +3,11 @@ import { createPrismaClient, defineService, parseTrustedProxies, type Service } 
 import { startAdminBootstrap, DEV_ADMIN_EMAIL } from './bootstrap/admin.js';
 import { subscribeToCredentialEvents } from './events/credential-events.js';
 import { subscribeToIdentityEvents } from './events/identity-events.js';
+import { discoveryRoutes } from './discovery/routes.js';
 import { PrismaClient } from './generated/prisma/client.js';
 import { configuredKeyService } from './keys/configured.js';
 import { keyRoutes } from './keys/routes.js';
-
+import { createGrantCache } from './tokens/grant-cache.js';
 import { createRefreshTokenRepository } from './tokens/repository.js';
 import { createRevoker } from './tokens/revocations.js';
 import { tokenRoutes } from './tokens/routes.js';
@@ -67,20 +68,25 @@ export function createSsoService(options: SsoOptions = {}): Service {
         eventsCommitted,
         lifetimeSeconds: config.ACCESS_TOKEN_TTL_SECONDS + config.JWT_CLOCK_TOLERANCE_SECONDS,
       });
+      // API key verdicts and identities by id, from memory while provably unchanged (see grant-cache.ts).
+      const grantCache = await createGrantCache({ credentials: clients.credentials, identities: clients.identity, cache, bus, logger });
+      app.addHook('onClose', () => grantCache.stop());
       const tokens = createTokenService({
         repository,
         revoker,
         verifier,
         signer,
-        identities: clients.identity,
-        credentials: clients.credentials,
+        identities: grantCache.identities,
+        credentials: grantCache.credentials,
         throttle: createLoginThrottle(cache, logger),
         logger,
         refreshTokenTtlSeconds: config.REFRESH_TOKEN_TTL_SECONDS,
+        issuer: config.JWT_ISSUER,
       });
 
-      await keyRoutes(app, { keys, publicUrl: config.JWT_ISSUER, issuer: config.JWT_ISSUER });
-      await app.register(tokenRoutes, { tokens, trustedProxies: parseTrustedProxies(config.TRUST_PROXY) });
+      await keyRoutes(app, { keys });
+      await discoveryRoutes(app, { issuer: config.JWT_ISSUER });
+      await app.register(tokenRoutes, { tokens, verifier, trustedProxies: parseTrustedProxies(config.TRUST_PROXY) });
       await userinfoRoutes(app);
 
       const subscriptions = [

@@ -23,6 +23,12 @@ export interface RawExecutor {
   $executeRawUnsafe(query: string, ...values: unknown[]): Promise<number>;
 }
 
+/** Events committed and not yet relayed (the relay deletes what it publishes). */
+export async function outboxBacklog(database: Database, schema: string): Promise<number> {
+  const [row] = await database.query<{ count: string }>(`select count(*)::text as count from ${outboxTable(schema)}`);
+  return Number(row?.count ?? 0);
+}
+
 /** Records an event inside the caller's transaction; it is published once that commits. */
 export async function enqueueEvent(tx: RawExecutor, schema: string, subject: string, payload: unknown): Promise<string> {
   const id = randomUUID();

@@ -6,7 +6,9 @@ import { jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, typ
 import type { Logger } from '../logger.js';
 import { handleError, sendProblem } from './errors.js';
 import { clientErrorResponder, DEFAULT_HTTP_LIMITS, registerInputGuards, type HttpLimits } from './input-guards.js';
+import { registerCors } from './cors.js';
 import { registerRequestLog, requestLogController } from './request-log.js';
+import { registerMetrics } from '../metrics/metrics.js';
 import { validatorCompiler } from './validation.js';
 import { invalidToken } from '../auth/auth.js';
 import { registerRouteAuth, type RouteAuthOptions } from '../auth/route-auth.js';
@@ -31,6 +33,10 @@ export interface AppOptions {
    * also the edge. Without it every route that is not `public` answers 401.
    */
   auth?: RouteAuthOptions;
+  /** Origins allowed to call it from a browser (CORS_ORIGINS); the edge only. None: no CORS headers. */
+  corsOrigins?: readonly string[];
+  /** Serve /metrics and time every request (METRICS=on); off when absent. */
+  metrics?: boolean;
 }
 
 /** Path every service serves its own OpenAPI document on; the gateway merges them at /docs. */
@@ -79,7 +85,10 @@ export async function createApp(options: AppOptions): Promise<App> {
   });
   registerRequestLog(app);
   const typed = app as unknown as App;
+  if (options.metrics) registerMetrics(typed);
   registerInputGuards(typed, limits);
+  // Before auth: a preflight carries no token and is answered in its onRequest hook.
+  if (options.corsOrigins) await registerCors(typed, options.corsOrigins);
   // Early, so it runs before every other hook and applies to every route declared after it.
   registerRouteAuth(typed, options.auth ?? { verifier: { verify: () => Promise.reject(invalidToken()) }, edge: false });
   app.setValidatorCompiler(validatorCompiler);

@@ -5,6 +5,7 @@ import type { $ZodIssue } from 'zod/v4/core';
 import { isInvalidTextError } from '../db/invalid-text.js';
 import { localizeIssue, negotiateLocale, translate, type Locale, type MessageParams } from './i18n.js';
 import './messages.js';
+import { varyWith } from './cors.js';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json; charset=utf-8';
 
@@ -75,7 +76,7 @@ export function sendProblem(request: FastifyRequest, reply: FastifyReply, input:
     .code(input.status)
     .header('content-type', PROBLEM_CONTENT_TYPE)
     .header('content-language', locale)
-    .header('vary', 'Accept-Language')
+    .header('vary', varyWith(reply.getHeader('vary'), 'Accept-Language'))
     .send(JSON.stringify(buildProblem(request, locale, input)));
 }
 

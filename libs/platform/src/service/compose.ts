@@ -1,7 +1,8 @@
 import { SERVICE_NAMES, SERVICES, UpstreamError, type ServiceClients, type ServiceName, type ServiceReadiness } from '@app/contracts';
 import { accessTokenVerifier, type TokenVerifier } from '../auth/auth.js';
 import { createRevocationSet, startRevocationFeed, type RevocationFeed, type RevocationSet } from '../auth/revocations.js';
-import { startOutboxRelay } from '../bus/outbox.js';
+import { outboxBacklog, startOutboxRelay } from '../bus/outbox.js';
+import { trackOutboxBacklog } from '../metrics/metrics.js';
 import type { PlatformConfig } from '../config.js';
 import { createHttpClients, type HttpClients } from '../clients/http-clients.js';
 import { migrate } from '../db/migrator.js';
@@ -102,7 +103,13 @@ export async function mountService(
   }
   await hub.followRevocations(deps);
   const relay = service.outbox ? startOutboxRelay({ database: deps.database, bus: deps.bus, schema: service.name, logger: deps.logger }) : undefined;
-  if (relay) app.addHook('onClose', () => relay.stop());
+  if (relay) {
+    const untrack = trackOutboxBacklog(service.name, () => outboxBacklog(deps.database, service.name));
+    app.addHook('onClose', async () => {
+      untrack();
+      await relay.stop();
+    });
+  }
   const checks = checksOf(service, deps);
   hub.addLocal(service.name, () => readinessOf(service.name, checks));
   const context: ServiceContext = {
@@ -135,6 +142,7 @@ export async function buildServiceApp(service: Service, deps: Dependencies, opti
     limits: httpLimitsOf(deps.config),
     description: service.description,
     auth: { verifier: hub.verifier, edge: false },
+    metrics: deps.config.METRICS === 'on',
   });
   if (!options.hub) app.addHook('onClose', () => hub.close());
   await healthRoutes(app, { service: service.name, version: RELEASE_VERSION, checks: checksOf(service, deps) });
@@ -164,6 +172,8 @@ export async function buildPlatformApp(services: readonly Service[], deps: Depen
     limits: httpLimitsOf(deps.config),
     description: options.description,
     auth: { verifier: hub.verifier, edge: true },
+    metrics: deps.config.METRICS === 'on',
+    corsOrigins: deps.config.CORS_ORIGINS,
   });
   app.addHook('onClose', () => hub.close());
   await healthRoutes(app, {

@@ -40,6 +40,11 @@ export interface CredentialServiceDeps {
   identities: IdentityClient;
   /** Called after a change (and its event) committed, so the outbox relays it at once. */
   eventsCommitted(): void;
+  /**
+   * Called after an update or revocation committed and before it is answered: sso's cached
+   * API key verdicts stop being served (the shared sign-in generation), in every replica.
+   */
+  signInChanged(): Promise<void>;
 }
 
 /** The caller as this service sees it: who, and the authority to ask identity with on its behalf. */
@@ -77,8 +82,41 @@ const conflictFor = (provider: string) =>
 
 export type CredentialService = ReturnType<typeof createCredentialService>;
 
+/**
+ * A credential's lastUsedAt is written at most this often per process (ms): a busy API key
+ * would otherwise cost a write per token. So lastUsedAt is precise to a minute per replica.
+ */
+export const LAST_USED_PRECISION_MS = 60_000;
+/** Credentials whose last write is remembered at most (the oldest is forgotten first, which costs one write). */
+const LAST_USED_ENTRIES = 10_000;
+
+/**
+ * Whether identity_id conditions ask for another identity's credentials by name (`eq` or
+ * `in` with another id): for a non-privileged caller that is a 403, as it always was, rather
+ * than an empty list.
+ */
+const namesOtherIdentity = (filters: CredentialFilters, own: string) =>
+  (filters.identity_id ?? []).some(
+    (condition) =>
+      !condition.negated &&
+      ((condition.operator === 'eq' && condition.value !== own) || (condition.operator === 'in' && condition.value.some((id) => id !== own))),
+  );
+
 export function createCredentialService(deps: CredentialServiceDeps) {
   const { repository, hasher, apiKeys } = deps;
+  /** Credential id -> when this process last wrote its lastUsedAt (epoch ms). */
+  const lastUseWritten = new Map<string, number>();
+
+  /** Records a successful use: always with a rehash to store, else at most once per LAST_USED_PRECISION_MS. */
+  const recordUse = async (id: string, rehash?: { secretHash: string } | { keyHash: string }) => {
+    const now = Date.now();
+    const written = lastUseWritten.get(id);
+    if (!rehash && written !== undefined && now - written < LAST_USED_PRECISION_MS) return;
+    lastUseWritten.delete(id);
+    if (lastUseWritten.size >= LAST_USED_ENTRIES) lastUseWritten.delete(lastUseWritten.keys().next().value!);
+    lastUseWritten.set(id, now);
+    await repository.markUsed(id, rehash);
+  };
 
   /** identity not answering says nothing about the request: 503, retry. */
   const lookupIdentity = async (query: IdentityLookupRequest, authority: CallAuthority): Promise<InternalIdentity | undefined> => {
@@ -146,8 +184,10 @@ export function createCredentialService(deps: CredentialServiceDeps) {
 
     /** Admins and system tokens list every credential; an identity lists its own. */
     async list(filters: CredentialFilters, page: Page, count: boolean, principal: Principal) {
-      const scoped = isPrivileged(principal) ? filters : { ...filters, identity_id: principal.id };
-      if (!isPrivileged(principal) && filters.identity_id !== undefined && filters.identity_id !== principal.id) throw forbidden();
+      if (!isPrivileged(principal) && namesOtherIdentity(filters, principal.id)) throw forbidden();
+      // A caller's own conditions on identity_id still apply, ANDed with its own id.
+      const own = { operator: 'eq', value: principal.id, negated: false } as const;
+      const scoped: CredentialFilters = isPrivileged(principal) ? filters : { ...filters, identity_id: [...(filters.identity_id ?? []), own] };
       const result = await repository.list(scoped, page, count);
       return { ...result, records: result.rows.map(toRecord) };
     },
@@ -189,6 +229,7 @@ export function createCredentialService(deps: CredentialServiceDeps) {
         );
         if (!row) throw credentialNotFound(id);
         deps.eventsCommitted();
+        await deps.signInChanged();
         return toRecord(row);
       } catch (error) {
         if (error instanceof UniqueViolation) throw conflictFor(provider);
@@ -205,6 +246,7 @@ export function createCredentialService(deps: CredentialServiceDeps) {
       }));
       if (!row) throw credentialNotFound(id);
       deps.eventsCommitted();
+      await deps.signInChanged();
     },
 
     /**
@@ -223,7 +265,7 @@ export function createCredentialService(deps: CredentialServiceDeps) {
       if (!matches || !credential.activated || !identity.activated) return { valid: false };
       // The costs in config rose since this hash was made: upgrade it while we hold the password.
       const rehashed = hasher.needsRehash(credential.secretHash) ? await hasher.hash(request.password) : undefined;
-      await repository.markUsed(credential.id, rehashed === undefined ? undefined : { secretHash: rehashed });
+      await recordUse(credential.id, rehashed === undefined ? undefined : { secretHash: rehashed });
       return { valid: true, identityId: identity.id, credentialId: credential.id };
     },
 
@@ -246,7 +288,7 @@ export function createCredentialService(deps: CredentialServiceDeps) {
       if (!matches || !credential?.activated) return { valid: false };
       const identity = await lookupIdentity({ id: credential.identityId }, authority);
       if (!identity?.activated) return { valid: false };
-      await repository.markUsed(credential.id, legacy ? { keyHash } : undefined);
+      await recordUse(credential.id, legacy ? { keyHash } : undefined);
       return { valid: true, identityId: identity.id, credentialId: credential.id, roles: identity.roles };
     },
   };

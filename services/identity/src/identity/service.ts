@@ -1,5 +1,5 @@
 import type { IdentityEvent, InternalIdentity } from '@app/contracts';
-import { forbidden, isAdmin, isOwnerOrAdmin, isPrivileged, type Cache, type Logger, type Page, type Principal } from '@app/platform';
+import { bumpSignInGeneration, forbidden, isAdmin, isOwnerOrAdmin, isPrivileged, type Cache, type Logger, type Page, type Principal } from '@app/platform';
 import { emailTaken, identityEmailNotFound, identityNotFound, lastActiveAdmin, privilegedFieldsForbidden } from './errors.js';
 import { LastAdminViolation, UniqueViolation, type IdentityRepository, type IdentityRow } from './repository.js';
 import type { CreateIdentityInput, IdentityFilters, IdentityRecord, UpdateIdentityInput } from './schemas.js';
@@ -116,7 +116,7 @@ export function createIdentityService(deps: IdentityServiceDeps) {
 
     /** Admins and system tokens list everyone; anyone else lists only themselves. */
     async list(filters: IdentityFilters, page: Page, count: boolean, principal: Principal) {
-      const scoped = isPrivileged(principal) ? filters : { ...filters, id: principal.id };
+      const scoped: IdentityFilters = isPrivileged(principal) ? filters : { ...filters, id: [{ operator: 'eq', value: principal.id, negated: false }] };
       const result = await repository.list(scoped, page, count);
       return { ...result, records: result.rows.map(toRecord) };
     },
@@ -132,7 +132,8 @@ export function createIdentityService(deps: IdentityServiceDeps) {
         const row = await repository.update(id, input, (updated) => ({ subject: 'identity.updated', payload: eventOf(updated) }));
         if (!row) throw identityNotFound(id);
         deps.eventsCommitted();
-        await forget(id);
+        // Roles and activation are what sso's cached sign-in decisions hold: stale from here, in every replica.
+        await Promise.all([forget(id), bumpSignInGeneration(cache, logger)]);
         return toRecord(row);
       } catch (error) {
         if (error instanceof UniqueViolation) throw emailTaken(input.email ?? '');
