@@ -1,4 +1,4 @@
-/* global fetch, setTimeout, AbortSignal, URLSearchParams */
+/* global fetch, setTimeout, AbortSignal, URLSearchParams, Buffer */
 // `npm run bench`: the speed targets of issues 10 and 11, each measured beside an nginx baseline in
 // the same round, with autocannon on loopback. Per round, in this order, one system at a time
 // (each is stopped before the next starts, so none steals CPU from another):
@@ -9,6 +9,7 @@
 //      (e) refresh_token grants, (f) password logins (closed loop: each worker sends its next
 //      request when the last is answered), then (a) at half rate beside 40 logins a second;
 //      (g) token introspection (RFC 7662) of one access token by an API key client (HTTP Basic);
+//      then (a) on a second all-in-one with METRICS=off: what /metrics costs (>= 0.95x);
 //   3. split: crud and the gateway as two processes on real Postgres (a fresh database),
 //      Redis and NATS, tokens from a JWKS the bench serves: (c) cached read-by-id via the gateway,
 //      with one crud process, with 10,000 revoked sessions seeded into every verifier's set
@@ -102,6 +103,7 @@ const TARGETS = {
   ping: { text: '>= 0.7x nginx', needs: 'ratio', pass: (row) => row.ratio >= 0.7 },
   split: { text: '>= 0.25x nginx', needs: 'ratio', pass: (row) => row.ratio >= 0.25 },
   splitRevoked: { text: '>= 0.95x (c)', needs: 'ofSplit', pass: (row) => row.ofSplit >= 0.95 },
+  readMetricsOff: { text: '(a) >= 0.95x this', needs: 'withMetrics', pass: (row) => row.withMetrics >= 0.95 },
   half: { text: 'p99 <= 5 ms', pass: (row) => row.p99 <= 5 },
   clientCredentials: { text: '>= 1000 tokens/s', pass: (row) => row.rps >= 1000 },
   refresh: { text: '>= 500 tokens/s', pass: (row) => row.rps >= 500 },
@@ -119,6 +121,7 @@ const LABELS = {
   logins: '(f) all-in-one: password grant (argon2id)',
   introspection: '(g) all-in-one: introspection, API key',
   readDuringLogins: '(a) at half rate, with 40 logins/s',
+  readMetricsOff: '(a) with METRICS=off (metrics cost)',
   split: '(c) split: cached read-by-id, gateway -> crud',
   split2: '(c) split, 2 crud replicas behind the gateway',
   splitRevoked: '(c) split, 10,000 revoked sessions in the set',
@@ -444,7 +447,7 @@ async function startAllInOne(options = {}) {
 }
 
 /** A fresh data directory, a bootstrap admin's token and one product. */
-function startAllInOneOnce({ nodeArgs = [] }) {
+function startAllInOneOnce({ nodeArgs = [], env = {} }) {
   return withParts(async (own) => {
     const dir = tempDir('all-in-one');
     own(async () => removeDir(dir));
@@ -453,7 +456,7 @@ function startAllInOneOnce({ nodeArgs = [] }) {
     const password = randomBytes(18).toString('base64url');
     const handle = await startProcess('all-in-one', process.execPath, ['--max-semi-space-size=2', ...nodeArgs, join(root, ENTRIES.allInOne)], {
       // No DATABASE_URL, REDIS_URL or NATS_URL: the embedded database, cache and bus.
-      env: nodeEnv({ PORT: String(port), DATA_DIR: join(dir, 'data'), BOOTSTRAP_ADMIN_EMAIL: ADMIN_EMAIL, BOOTSTRAP_ADMIN_PASSWORD: password }),
+      env: nodeEnv({ PORT: String(port), DATA_DIR: join(dir, 'data'), BOOTSTRAP_ADMIN_EMAIL: ADMIN_EMAIL, BOOTSTRAP_ADMIN_PASSWORD: password, ...env }),
       log: join(dir, 'all-in-one.log'),
       ready: answers(`${base}/api/v1/health/readiness`),
     });
@@ -900,6 +903,18 @@ async function runRound(round, jwks) {
     }
   });
 
+  // The cost of /metrics: (a) again on an all-in-one without it, right after (a) with it.
+  if (ONLY.includes('all-in-one')) await phase(round, 'all-in-one, METRICS=off', async () => {
+    const platform = await startAllInOne({ env: { METRICS: 'off' } });
+    try {
+      const row = await measure(round, 'readMetricsOff', { url: `${platform.base}/api/v1/products/${platform.id}`, headers: { authorization: `Bearer ${platform.token}` } });
+      const withMetrics = rows.find((other) => other.key === 'read' && other.failures === 0);
+      rows.push({ ...row, withMetrics: withMetrics ? withMetrics.rps / row.rps : undefined });
+    } finally {
+      await platform.stop();
+    }
+  });
+
   if (ONLY.includes('split')) await phase(round, 'split mode', async () => {
     const split = await startSplit(jwks);
     try {
@@ -1000,6 +1015,7 @@ function report(rounds) {
       ratio: median(ratios),
       idleP99: median(counted.map((r) => r.idleP99 ?? 0)),
       ofSplit: median(counted.flatMap((r) => (r.ofSplit === undefined ? [] : [r.ofSplit]))),
+      withMetrics: median(counted.flatMap((r) => (r.withMetrics === undefined ? [] : [r.withMetrics]))),
     };
     const target = TARGETS[key];
     let verdict = '';
@@ -1013,7 +1029,7 @@ function report(rounds) {
       'p50 ms': summary.p50 ?? '-',
       'p99 ms': summary.p99 ?? '-',
       'x nginx': summary.ratio === undefined ? '-' : summary.ratio.toFixed(2),
-      target: (target?.text ?? '') + (key === 'splitRevoked' && summary.ofSplit !== undefined ? ` (${summary.ofSplit.toFixed(2)}x)` : ''),
+      target: (target?.text ?? '') + (target?.needs && target.needs !== 'ratio' && summary[target.needs] !== undefined ? ` (${summary[target.needs].toFixed(2)}x)` : ''),
       verdict,
       rounds: `${counted.length}/${rounds.length}`,
     };

@@ -95,6 +95,18 @@ const configShape = z.object({
     .min(0, { error: 'expected a whole number of entries, 0 or more' })
     .default(10_000),
   /**
+   * The nice value (0-19) of libuv's thread pool threads, which hash passwords (argon2id),
+   * compress and sign: above the event loop's 0, CPU-heavy work there takes the cores the loop
+   * leaves instead of stretching request latency. 0 leaves the pool at the loop's priority.
+   * Linux only; ignored elsewhere.
+   */
+  THREADPOOL_NICE: z.coerce
+    .number({ error: 'expected a nice value from 0 to 19' })
+    .int({ error: 'expected a nice value from 0 to 19' })
+    .min(0, { error: 'expected a nice value from 0 to 19' })
+    .max(19, { error: 'expected a nice value from 0 to 19' })
+    .default(19),
+  /**
    * Put before every Redis key, so two platforms can share one Redis server (a test run, a
    * staging beside production); every process of one platform must use the same one.
    */
@@ -336,6 +348,7 @@ export const SHARED_CONFIG: readonly ConfigKey[] = [
   'CACHE_MAX_ENTRIES',
   'CACHE_LOCAL_ENTRIES',
   'CACHE_KEY_PREFIX',
+  'THREADPOOL_NICE',
   'NATS_URL',
   'NATS_STREAM',
   'JWT_ISSUER',

@@ -34,3 +34,4 @@ export * from './clients/http-clients.js';
 export * from './clients/replicas.js';
 export * from './service/compose.js';
 export * from './service/define-service.js';
+export * from './thread-pool-priority.js';

@@ -9,6 +9,7 @@ import { SERVICES } from '@app/contracts';
 import { ConfigError, loadConfig, type ConfigKey, type PlatformConfig } from './config.js';
 import type { Database } from './db/database.js';
 import { migrate } from './db/migrator.js';
+import { lowerThreadPoolPriority } from './thread-pool-priority.js';
 import { openPGlite } from './db/pglite.js';
 import { openPostgres } from './db/postgres.js';
 import type { App } from './http/app.js';
@@ -154,6 +155,19 @@ export async function runMigrations(service: Service): Promise<void> {
 }
 
 /**
+ * Puts libuv's thread pool below the event loop (THREADPOOL_NICE), once per process, before it
+ * serves; a process that cannot (not Linux, or not allowed) serves anyway at one priority.
+ */
+export async function prioritizeEventLoop(config: PlatformConfig, logger: Logger): Promise<void> {
+  try {
+    const threads = await lowerThreadPoolPriority(config.THREADPOOL_NICE);
+    if (threads.length > 0) logger.debug({ threads: threads.length, nice: config.THREADPOOL_NICE }, 'thread pool below the event loop');
+  } catch (error) {
+    logger.warn({ err: error }, 'could not lower the thread pool priority; password hashes compete with requests');
+  }
+}
+
+/**
  * Runs one built app as a process: listens on PORT (or its registry port), and on SIGTERM or
  * SIGINT drains and closes it, then whatever `onClosed` releases.
  */
@@ -165,6 +179,7 @@ export async function serve(
   options: { defaultPort: number; onClosed?: () => Promise<void> },
 ): Promise<RunningApp> {
   let running: RunningApp;
+  await prioritizeEventLoop(config, logger);
   try {
     running = await listenApp(name, await build(), { host: config.HOST, port: config.PORT ?? options.defaultPort });
   } catch (error) {
