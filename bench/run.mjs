@@ -339,8 +339,8 @@ async function createProduct(base, token) {
 // The systems under test.
 
 function nodeEnv(extra) {
-  // ARGON2_* pass through, to compare password-hashing settings.
-  const argon2 = Object.fromEntries(Object.entries(process.env).filter(([name]) => name.startsWith('ARGON2_')));
+  // ARGON2_* and THREADPOOL_NICE pass through, to compare password-hashing settings.
+  const argon2 = Object.fromEntries(Object.entries(process.env).filter(([name]) => name.startsWith('ARGON2_') || name === 'THREADPOOL_NICE'));
   return { PATH: process.env.PATH, HOST: '127.0.0.1', LOG_LEVEL, ...argon2, ...extra };
 }
 
