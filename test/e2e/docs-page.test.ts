@@ -10,7 +10,7 @@ import { readJson } from '@app/testing';
 import { DEPLOYMENTS, type Running } from '../support/in-process-split.js';
 import { operationsOf, schemaValidator, type OpenApi } from '../support/openapi.js';
 
-// eslint-disable-next-line no-restricted-properties -- where this machine's browser is, when not Debian's
+// Where this machine's browser is, when not Debian's.
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const admin = { email: `admin-${randomUUID()}@example.com`, password: randomBytes(18).toString('base64url') };
 const ADMIN_ENV = { BOOTSTRAP_ADMIN_EMAIL: admin.email, BOOTSTRAP_ADMIN_PASSWORD: admin.password };
@@ -23,10 +23,10 @@ async function watch(page: Page): Promise<string[]> {
   });
   page.on('pageerror', (error) => problems.push(`uncaught: ${error.message}`));
   await page.exposeFunction('reportViolation', (violation: string) => problems.push(`CSP: ${violation}`));
-  await page.addInitScript(() => {
-    document.addEventListener('securitypolicyviolation', (event) => {
-      (window as unknown as { reportViolation(v: string): void }).reportViolation(`${event.effectiveDirective} blocked ${event.blockedURI} (${event.sourceFile}:${event.lineNumber})`);
-    });
+  // Runs in the page, before its own scripts.
+  await page.addInitScript({
+    content: `document.addEventListener('securitypolicyviolation', (event) =>
+      window.reportViolation(event.effectiveDirective + ' blocked ' + event.blockedURI + ' (' + event.sourceFile + ':' + event.lineNumber + ')'));`,
   });
   return problems;
 }

@@ -1,8 +1,11 @@
 // Reading the platform's OpenAPI document in tests: its operations, its schemas with every
 // `$ref` resolved, and a real JSON Schema 2020-12 validator (ajv) for the examples it offers
 // and the answers it describes.
-import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020.js';
-import addFormats from 'ajv-formats';
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+// A CommonJS module whose function is its `default` export too; TypeScript sees only that one.
+import formats from 'ajv-formats';
+
+const addFormats = formats.default;
 
 /* eslint-disable @typescript-eslint/no-explicit-any -- a parsed document: assertions check its shape */
 export type OpenApi = Record<string, any>;

@@ -51,7 +51,7 @@ describe('a service document, finished by the kit', () => {
       },
       async (_request, reply) => reply.code(201).send({ id: '1', name: 'x' }),
     );
-    app.get('/things/:id/ping', { config: { auth: 'public' }, schema: { tags: ['Thing'], response: { 204: z.null() } } }, async (_r, reply) => reply.code(204).send());
+    app.get('/things/:id/ping', { config: { auth: 'public' }, schema: { tags: ['Thing'], response: { 204: z.null() } } }, async (_r, reply) => reply.code(204).send(null));
     document = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
   });
   afterAll(() => app.close());
