@@ -3,17 +3,15 @@
 // product it offers to create is created. Needs a Chromium (Debian's `chromium` package, or
 // CHROMIUM_PATH); without one the suite is skipped and says so.
 import { existsSync } from 'node:fs';
-import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { readJson } from '@app/testing';
-import { DEPLOYMENTS, type Running } from '../support/in-process-split.js';
+import { bootstrapAdmin, DEPLOYMENTS, type Running } from '../support/deployments.js';
 import { operationsOf, schemaValidator, type OpenApi } from '../support/openapi.js';
 
 // Where this machine's browser is, when not Debian's.
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const admin = { email: `admin-${randomUUID()}@example.com`, password: randomBytes(18).toString('base64url') };
-const ADMIN_ENV = { BOOTSTRAP_ADMIN_EMAIL: admin.email, BOOTSTRAP_ADMIN_PASSWORD: admin.password };
+const admin = bootstrapAdmin();
 
 /** Console errors, uncaught exceptions and CSP violations of a page, as they happen. */
 async function watch(page: Page): Promise<string[]> {
@@ -29,20 +27,6 @@ async function watch(page: Page): Promise<string[]> {
       window.reportViolation(event.effectiveDirective + ' blocked ' + event.blockedURI + ' (' + event.sourceFile + ':' + event.lineNumber + ')'));`,
   });
   return problems;
-}
-
-async function signIn(url: string): Promise<string> {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const response = await fetch(`${url}/api/v1/sso/token`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ grant_type: 'password', username: admin.email, password: admin.password }),
-    });
-    if (response.ok) return String((await readJson(response)).access_token);
-    if (Date.now() > deadline) throw new Error(`the bootstrap admin cannot sign in: ${response.status}`);
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
 }
 
 if (!existsSync(CHROMIUM)) {
@@ -65,7 +49,7 @@ if (!existsSync(CHROMIUM)) {
     let problems: string[];
 
     beforeAll(async () => {
-      running = await deployment.start(ADMIN_ENV);
+      running = await deployment.start(admin.env);
       page = await browser.newPage();
       problems = await watch(page);
     }, 120_000);
@@ -84,7 +68,7 @@ if (!existsSync(CHROMIUM)) {
     });
 
     it('creates a product from the example it pre-fills, once authorized', async () => {
-      const token = await signIn(running.url);
+      const token = await admin.signIn(running.url);
       await page.locator('.btn.authorize').click();
       await page.locator('.modal-ux input').fill(token);
       await page.locator('.modal-ux .btn.modal-btn.auth.authorize').click();

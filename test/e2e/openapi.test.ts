@@ -2,14 +2,13 @@
 // in the all-in-one and in split mode (the gateway merging each service's own document), on the
 // embedded default and on the real servers: identified operations, one problem schema, the
 // headers the platform sends, examples the API accepts, and answers that match what it says.
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { readJson, type Json } from '@app/testing';
-import { DEPLOYMENTS, type Running } from '../support/in-process-split.js';
+import { bootstrapAdmin, DEPLOYMENTS, type Running } from '../support/deployments.js';
 import { checkExamples, operationsOf, resolveRef, schemaValidator, type OpenApi } from '../support/openapi.js';
 
-const admin = { email: `admin-${randomUUID()}@example.com`, password: randomBytes(18).toString('base64url') };
-const ADMIN_ENV = { BOOTSTRAP_ADMIN_EMAIL: admin.email, BOOTSTRAP_ADMIN_PASSWORD: admin.password };
+const admin = bootstrapAdmin();
 
 /** The OAuth 2 protocol endpoints: their errors are RFC 6749 §5.2 JSON, not problem documents. */
 const OAUTH_ENDPOINTS = ['/api/v1/sso/token', '/api/v1/sso/revoke', '/api/v1/sso/introspect'];
@@ -28,24 +27,10 @@ describe.each(DEPLOYMENTS)('the OpenAPI document ($name)', (deployment) => {
   let adminToken: string;
 
   beforeAll(async () => {
-    running = await deployment.start(ADMIN_ENV);
+    running = await deployment.start(admin.env);
     document = (await readJson(await fetch(`${running.url}/docs/json`))) as OpenApi;
     documents.set(deployment.name, document);
-    // The bootstrap admin is created just after the platform answers.
-    const deadline = Date.now() + 30_000;
-    for (;;) {
-      const response = await fetch(`${running.url}/api/v1/sso/token`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ grant_type: 'password', username: admin.email, password: admin.password }),
-      });
-      if (response.ok) {
-        adminToken = String((await readJson(response)).access_token);
-        break;
-      }
-      if (Date.now() > deadline) throw new Error(`the bootstrap admin cannot sign in: ${response.status}`);
-      await new Promise((resolve) => setTimeout(resolve, 250));
-    }
+    adminToken = await admin.signIn(running.url);
   }, 120_000);
   afterAll(async () => {
     await running?.close();

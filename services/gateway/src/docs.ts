@@ -78,7 +78,7 @@ const SWAGGER_UI_LOGO_STYLE = '.logo_small_svg__cls-2{fill:#fff}.logo_small_svg_
  * badge (swagger-ui's `validatorUrl` is off), so nothing goes to another site; and no
  * `upgrade-insecure-requests`, which would send a plain-HTTP deployment's own files to https.
  */
-export const DOCS_CSP: Record<string, string[]> = {
+const DOCS_CSP: Record<string, string[]> = {
   'default-src': ["'self'"],
   'base-uri': ["'self'"],
   'connect-src': ["'self'"],

@@ -1,6 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
 import type { RouteAuth } from '../auth/route-auth.js';
+import { PROBLEM_MEDIA_TYPE } from './errors.js';
 
 /*
  * What every service's OpenAPI document says the same way, so the gateway's merged document
@@ -63,13 +64,13 @@ declare module 'fastify' {
   interface FastifySchema {
     /**
      * Response headers this route sends, by status, besides those the platform documents by
-     * itself (`Link` and `Content-Range` on lists, `Retry-After` on 429 and 503).
+     * itself (`Link` and `Content-Range` on lists, `Retry-After` on 429 and 503 problems).
+     * Each name is an entry of RESPONSE_HEADERS, documented once in `components.headers`.
      */
     responseHeaders?: Readonly<Partial<Record<number, readonly ResponseHeaderName[]>>>;
   }
 }
 
-export const PROBLEM_MEDIA_TYPE = 'application/problem+json';
 const PROBLEM_REF = '#/components/schemas/Problem';
 /** Where a route's `responseHeaders` travel from its schema to its operation (removed from the finished document). */
 const DECLARED_HEADERS = 'x-response-headers';

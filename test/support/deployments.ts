@@ -1,7 +1,9 @@
-// Split mode inside the test process: every service as its own app on its own port, the way
-// `node services/<name>/dist/main.js` builds it, and the real gateway in front proxying to them
-// and merging their OpenAPI documents. It needs no real servers, so the embedded suites run it
-// too; `startSplit` (child processes) is the same apps started from their builds.
+// The platform as the end-to-end suites start it: the all-in-one, or split mode inside the test
+// process (every service as its own app on its own port, the way `node
+// services/<name>/dist/main.js` builds it, and the real gateway in front proxying to them and
+// merging their OpenAPI documents). Split mode here needs no real servers, so the embedded
+// suites run it too; `startSplit` (child processes) is the same apps started from their builds.
+import { randomBytes, randomUUID } from 'node:crypto';
 import { startPlatform } from '@app/all-in-one';
 import { SERVICES, type ServiceName } from '@app/contracts';
 import { credentialsService } from '@app/credentials';
@@ -11,7 +13,7 @@ import { healthService } from '@app/health';
 import { identityService } from '@app/identity';
 import { buildServiceApp, listenApp, type Env, type RunningApp, type Service } from '@app/platform';
 import { createSsoService } from '@app/sso';
-import { freePort, openTestDependencies, silentLogger, testModes, type TestMode } from '@app/testing';
+import { freePort, openTestDependencies, readJson, silentLogger, testModes, type TestMode } from '@app/testing';
 
 const SPLIT_SERVICES: readonly [ServiceName, Service][] = [
   ['identity', identityService],
@@ -59,6 +61,29 @@ export async function startAllInOne(mode: TestMode, env: Env = {}): Promise<Runn
     close: async () => {
       await platform.close();
       await deps.dispose();
+    },
+  };
+}
+
+/** A first administrator of the suite's own: BOOTSTRAP_ADMIN_* for the platform's environment. */
+export function bootstrapAdmin() {
+  const admin = { email: `admin-${randomUUID()}@example.com`, password: randomBytes(18).toString('base64url') };
+  return {
+    ...admin,
+    env: { BOOTSTRAP_ADMIN_EMAIL: admin.email, BOOTSTRAP_ADMIN_PASSWORD: admin.password },
+    /** Its access token from the platform at `url`; sso creates it just after the platform answers, so this waits for it. */
+    signIn: async (url: string): Promise<string> => {
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        const response = await fetch(`${url}/api/v1/sso/token`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          body: new URLSearchParams({ grant_type: 'password', username: admin.email, password: admin.password }),
+        });
+        if (response.ok) return String((await readJson(response)).access_token);
+        if (Date.now() > deadline) throw new Error(`the bootstrap admin cannot sign in: ${response.status}`);
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
     },
   };
 }
