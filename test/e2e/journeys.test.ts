@@ -3,33 +3,15 @@
 // mode with two replicas of every service (real servers only), held to the same answers.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { startPlatform } from '@app/all-in-one';
 import { startSplit } from '@app/split';
-import { createTestDatabase, openTestDependencies, readJson, REAL, silentLogger, testModes, type Json } from '@app/testing';
+import { createTestDatabase, readJson, REAL, testModes, type Json } from '@app/testing';
+import { bootstrapAdmin, startAllInOne, type Running } from '../support/deployments.js';
 
-interface Running {
-  url: string;
-  close(): Promise<void>;
-}
-
-const admin = { email: `admin-${randomUUID()}@example.com`, password: randomBytes(18).toString('base64url') };
-const ADMIN_ENV = { BOOTSTRAP_ADMIN_EMAIL: admin.email, BOOTSTRAP_ADMIN_PASSWORD: admin.password };
+const admin = bootstrapAdmin();
+const ADMIN_ENV = admin.env;
 
 const targets: { name: string; start(): Promise<Running> }[] = [
-  ...testModes().map((mode) => ({
-    name: `all-in-one, ${mode}`,
-    start: async (): Promise<Running> => {
-      const deps = await openTestDependencies(mode, ADMIN_ENV);
-      const platform = await startPlatform(deps.config, silentLogger(), { port: 0, dependencies: deps });
-      return {
-        url: platform.url,
-        close: async () => {
-          await platform.close();
-          await deps.dispose();
-        },
-      };
-    },
-  })),
+  ...testModes().map((mode) => ({ name: `all-in-one, ${mode}`, start: () => startAllInOne(mode, ADMIN_ENV) })),
   ...(REAL.databaseUrl && REAL.redisUrl && REAL.natsUrl
     ? [
         {
@@ -70,17 +52,7 @@ describe.each(targets)('client journeys through the public address ($name)', (ta
 
   beforeAll(async () => {
     running = await target.start();
-    // The bootstrap admin is created just after the platform answers.
-    const deadline = Date.now() + 30_000;
-    for (;;) {
-      const reply = await token({ grant_type: 'password', username: admin.email, password: admin.password });
-      if (reply.status === 200) {
-        adminToken = String(reply.body.access_token);
-        break;
-      }
-      if (Date.now() > deadline) throw new Error(`the bootstrap admin cannot sign in: ${reply.status}`);
-      await new Promise((resolve) => setTimeout(resolve, 250));
-    }
+    adminToken = await admin.signIn(running.url);
   }, 180_000);
 
   afterAll(async () => {

@@ -36,6 +36,8 @@ export const PUBLIC_ROUTES: readonly { methods: readonly string[]; path: RegExp 
   { methods: ['GET', 'HEAD'], path: /^\/health\/(liveness|readiness)\/?$/ },
   { methods: ['GET', 'HEAD'], path: /^\/api\/v1\/health\/(liveness|readiness)\/?$/ },
   { methods: ['GET', 'HEAD'], path: /^\/docs(\/.*)?$/ },
+  // The root only redirects to the docs.
+  { methods: ['GET', 'HEAD'], path: /^\/$/ },
   // Every process's Prometheus scrape (the gateway's own in split mode; never proxied).
   { methods: ['GET', 'HEAD'], path: /^\/metrics\/?$/ },
   // Each generic CRUD domain's ping.

@@ -88,3 +88,53 @@ export function filterSchema(column: Column) {
       return filterParam({ name, kind: 'ordered', value: decimalFilterValue(column.value as z.ZodType<number, number>) });
   }
 }
+
+/** What an example of each kind starts from before it is fitted into a column's bounds. */
+const PREFERRED_NUMBER = { integer: 10, decimal: 9.99 } as const;
+
+/** `value` moved into [minimum, maximum] and onto a multiple of `step`, written with the step's decimals. */
+function fitNumber(value: number, bounds: { minimum?: number; maximum?: number; multipleOf?: number }): number {
+  const step = bounds.multipleOf;
+  const decimals = step ? Math.max(0, -Math.floor(Math.log10(step))) : 0;
+  const onStep = (n: number, round: (x: number) => number) => (step ? Number((round(n / step) * step).toFixed(decimals)) : n);
+  let fitted = onStep(value, Math.round);
+  if (bounds.minimum !== undefined && fitted < bounds.minimum) fitted = onStep(bounds.minimum, Math.ceil);
+  if (bounds.maximum !== undefined && fitted > bounds.maximum) fitted = onStep(bounds.maximum, Math.floor);
+  return fitted;
+}
+
+/**
+ * A value the column accepts, for the OpenAPI examples (the docs UI pre-fills them): fitted
+ * into the bounds the column's zod schema declares, then checked by that schema itself, so the
+ * document never offers a value the API would refuse. Undefined when no candidate fits (a
+ * pattern the candidates miss): better no example than a wrong one.
+ */
+export function exampleOf(column: Column): unknown {
+  const bounds = z.toJSONSchema(column.value, { unrepresentable: 'any' }) as {
+    minimum?: number;
+    maximum?: number;
+    multipleOf?: number;
+    minLength?: number;
+    maxLength?: number;
+  };
+  let candidates: unknown[];
+  switch (column.kind) {
+    case 'text': {
+      const words = column.name.replace(/([A-Z])/g, ' $1').toLowerCase();
+      const fit = (text: string) => text.padEnd(bounds.minLength ?? 0, 's').slice(0, bounds.maxLength);
+      candidates = [fit(`Example ${words}`), fit(`example-${words.replace(/ /g, '-')}`), fit('x')];
+      break;
+    }
+    case 'enum':
+      candidates = (column.value as z.ZodEnum).options.slice(0, 1);
+      break;
+    case 'boolean':
+      candidates = [true];
+      break;
+    case 'integer':
+    case 'decimal':
+      candidates = [fitNumber(PREFERRED_NUMBER[column.kind], bounds)];
+      break;
+  }
+  return candidates.find((value) => column.value.safeParse(value).success);
+}

@@ -1,4 +1,5 @@
 import {
+  type ApiTag,
   booleanFilterValue,
   filterParam,
   instantFilterValue,
@@ -7,7 +8,7 @@ import {
   type PagingQuery,
 } from '@app/platform';
 import { z } from 'zod';
-import { describeColumn, filterSchema, type Column } from './columns.js';
+import { describeColumn, exampleOf, filterSchema, type Column } from './columns.js';
 
 /** What a domain is declared with: one call per domain, in one definition file. */
 export interface DomainSpec<C extends Record<string, z.ZodType>> {
@@ -73,6 +74,12 @@ export interface Domain {
   schemas: DomainSchemas;
 }
 
+/** The OpenAPI tag grouping a domain's routes, described. */
+export const domainTag = (domain: Domain): ApiTag => ({
+  name: domain.tag,
+  description: `Generic ${domain.name} records under ${domain.prefix}: create, read, update, delete, and list with paging, sorting and filters`,
+});
+
 const capitalize = (name: string) => name.charAt(0).toUpperCase() + name.slice(1);
 
 /**
@@ -109,25 +116,48 @@ export function defineDomain<const C extends Record<string, z.ZodType>>(spec: Do
   return domain;
 }
 
+/** The id and instant of the example record in the docs. */
+const EXAMPLE_ID = '3fa85f64-5717-4562-b3fc-2c963f66afa6';
+const EXAMPLE_INSTANT = '2025-01-01T12:00:00.000Z';
+
+/** `{ examples: [value] }` for a schema's metadata when `schema` accepts `value`; nothing otherwise. */
+const examplesFor = (schema: z.ZodType, value: Record<string, unknown> | undefined) =>
+  value !== undefined && schema.safeParse(value).success ? { examples: [value] } : {};
+
 function buildSchemas(name: string, tag: string, columns: Column[], fields: [string, ...string[]]): DomainSchemas {
   const shape = (fn: (column: Column) => z.ZodType) => Object.fromEntries(columns.map((column) => [column.name, fn(column)]));
   const timestamp = z.iso.datetime();
-  const record = z
-    .object({
-      id: z.uuid(),
-      ...shape((column) => (column.required ? column.value : column.value.nullable())),
-      activated: z.boolean(),
-      createdAt: timestamp,
-      updatedAt: timestamp,
-    })
-    .meta({ id: tag, description: `A ${name} record` });
+  const recordShape = z.object({
+    id: z.uuid(),
+    ...shape((column) => (column.required ? column.value : column.value.nullable())),
+    activated: z.boolean(),
+    createdAt: timestamp,
+    updatedAt: timestamp,
+  });
   const writable = shape((column) => (column.required ? column.value : column.value.nullable().optional()));
-  const create = z
-    .strictObject({ ...writable, activated: z.boolean().optional().describe('true when omitted') })
-    .meta({ id: `${tag}Create`, description: `A new ${name}; id, createdAt and updatedAt are set by the service` });
-  const update = z
-    .strictObject({ ...shape((column) => (column.required ? column.value.optional() : column.value.nullable().optional())), activated: z.boolean().optional() })
-    .meta({ id: `${tag}Update`, description: `The fields of a ${name} to change; the others keep their values` });
+  const createShape = z.strictObject({ ...writable, activated: z.boolean().optional().describe('true when omitted') });
+  const updateShape = z.strictObject({
+    ...shape((column) => (column.required ? column.value.optional() : column.value.nullable().optional())),
+    activated: z.boolean().optional(),
+  });
+  // Examples fitted to the columns' bounds (exampleOf), each kept only if its schema accepts it.
+  const values = Object.fromEntries(columns.map((column) => [column.name, exampleOf(column)]).filter(([, value]) => value !== undefined));
+  const example = columns.every((column) => !column.required || column.name in values) ? values : undefined;
+  const record = recordShape.meta({
+    id: tag,
+    description: `A ${name} record`,
+    ...examplesFor(recordShape, example && { id: EXAMPLE_ID, ...example, activated: true, createdAt: EXAMPLE_INSTANT, updatedAt: EXAMPLE_INSTANT }),
+  });
+  const create = createShape.meta({
+    id: `${tag}Create`,
+    description: `A new ${name}; id, createdAt and updatedAt are set by the service`,
+    ...examplesFor(createShape, example),
+  });
+  const update = updateShape.meta({
+    id: `${tag}Update`,
+    description: `The fields of a ${name} to change; the others keep their values`,
+    ...examplesFor(updateShape, example),
+  });
 
   const query = listQuerySchema(fields, {
     ...shape(filterSchema),

@@ -1,7 +1,8 @@
-export { decimal, describeColumn, type Column, type ColumnKind } from './columns.js';
+export { decimal, describeColumn, exampleOf, type Column, type ColumnKind } from './columns.js';
 export {
   COMMON_FIELDS,
   defineDomain,
+  domainTag,
   type Domain,
   type DomainSchemas,
   type DomainSpec,

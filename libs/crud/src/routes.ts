@@ -1,4 +1,5 @@
 import {
+  camelCase,
   pageOf,
   problemSchema,
   setPagingHeaders,
@@ -46,10 +47,11 @@ function registerRoutes(app: App, domain: Domain, service: DomainService): void 
   const { schemas, tag, name, plural } = domain;
   const authenticated = { auth: 'authenticated' } as const;
   const secured = { tags: [tag], security: [{ bearerAuth: [] }], headers: schemas.headers };
+  // operationIds from the domain's names: listProducts, getProduct, ... (`blog_post`, `blog-posts`: getBlogPost, listBlogPosts).
 
   app.get(
     '/ping',
-    { config: { auth: 'public' }, schema: { tags: [tag], summary: `Check that the ${plural} routes answer (no token needed)`, response: { 200: NO_CONTENT, 500: problemSchema } } },
+    { config: { auth: 'public' }, schema: { tags: [tag], operationId: camelCase('ping', plural), summary: `Check that the ${plural} routes answer (no token needed)`, response: { 200: NO_CONTENT, 500: problemSchema } } },
     async (_request, reply) => (reply as FastifyReply).code(200).send(),
   );
 
@@ -59,6 +61,7 @@ function registerRoutes(app: App, domain: Domain, service: DomainService): void 
       config: authenticated,
       schema: {
         ...secured,
+        operationId: camelCase('get', name),
         summary: `Read one ${name} by id`,
         params: schemas.params,
         response: { 200: schemas.records, 404: problemSchema, ...COMMON_ERRORS },
@@ -74,6 +77,7 @@ function registerRoutes(app: App, domain: Domain, service: DomainService): void 
       schema: {
         ...secured,
         headers: schemas.listHeaders,
+        operationId: camelCase('list', plural),
         summary: `List ${plural}: paged, sorted and filtered on any field but id`,
         description:
           'Filters in PostgREST syntax, `field=op.value` (see each parameter), repeated to AND. ' +
@@ -96,6 +100,7 @@ function registerRoutes(app: App, domain: Domain, service: DomainService): void 
       config: authenticated,
       schema: {
         ...secured,
+        operationId: camelCase('create', name),
         summary: `Create a ${name}`,
         body: schemas.create,
         response: { 201: schemas.records, 422: problemSchema, ...COMMON_ERRORS },
@@ -110,6 +115,7 @@ function registerRoutes(app: App, domain: Domain, service: DomainService): void 
       config: authenticated,
       schema: {
         ...secured,
+        operationId: camelCase('update', name),
         summary: `Update a ${name}: only the fields given change`,
         params: schemas.params,
         body: schemas.update,
@@ -125,6 +131,7 @@ function registerRoutes(app: App, domain: Domain, service: DomainService): void 
       config: authenticated,
       schema: {
         ...secured,
+        operationId: camelCase('delete', name),
         summary: `Delete a ${name}`,
         params: schemas.params,
         response: { 204: NO_CONTENT, 404: problemSchema, ...COMMON_ERRORS },

@@ -13,6 +13,7 @@ const API_KEY_HASH_KEY_NAME = 'api-key-hmac';
 export const credentialsService = defineService({
   name: 'credentials',
   description: 'Credentials per identity: LOCAL passwords (argon2id), GOOGLE/GITHUB subjects, API keys',
+  tags: [{ name: 'Credentials', description: 'How an identity signs in: passwords, federated subjects and API keys; secrets are never returned' }],
   config: ['ARGON2_MEMORY_KIB', 'ARGON2_TIME_COST', 'ARGON2_PARALLELISM', 'ARGON2_CONCURRENCY', 'API_KEY_HASH_KEY', 'IDENTITY_URL'],
   migrations: fileURLToPath(new URL('../prisma/migrations', import.meta.url)),
   outbox: true,

@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { createDomainPlugin } from '@app/crud';
+import { createDomainPlugin, domainTag } from '@app/crud';
 import { defineService } from '@app/platform';
 import { DOMAINS } from './domains/index.js';
 import { createCrudPrisma, CRUD_SCHEMA } from './repository.js';
@@ -8,6 +8,7 @@ import { createCrudPrisma, CRUD_SCHEMA } from './repository.js';
 export const crudService = defineService({
   name: 'crud',
   description: 'Generic CRUD domains: product and post',
+  tags: DOMAINS.map(domainTag),
   config: ['CACHE_TTL_SECONDS'],
   migrations: fileURLToPath(new URL('../prisma/migrations', import.meta.url)),
   outbox: true,

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import swaggerUi from '@fastify/swagger-ui';
 import { declareAuth, OPENAPI_PATH, type App } from '@app/platform';
 import type { Route } from './routing.js';
@@ -62,6 +63,35 @@ async function fetchDocument(url: string, timeoutMs: number): Promise<OpenApiDoc
   }
 }
 
+/**
+ * The one inline style swagger-ui uses: the <style> inside its topbar's logo SVG, which React
+ * renders before the initializer swaps the logo for an image. Allowed by its hash, so no other
+ * inline style is; a swagger-ui upgrade that changes it shows up as a CSP violation in the
+ * docs page test.
+ */
+const SWAGGER_UI_LOGO_STYLE = '.logo_small_svg__cls-2{fill:#fff}.logo_small_svg__cls-3{fill:#85ea2d}';
+
+/**
+ * The docs page's Content-Security-Policy: what swagger-ui needs and nothing more. Scripts,
+ * styles, fonts and images are its own files under /docs (the replaced logo is a data: image);
+ * it fetches the document, and "Try it out" calls the API, on this origin only. No validator
+ * badge (swagger-ui's `validatorUrl` is off), so nothing goes to another site; and no
+ * `upgrade-insecure-requests`, which would send a plain-HTTP deployment's own files to https.
+ */
+const DOCS_CSP: Record<string, string[]> = {
+  'default-src': ["'self'"],
+  'base-uri': ["'self'"],
+  'connect-src': ["'self'"],
+  'font-src': ["'self'", 'data:'],
+  'form-action': ["'self'"],
+  'frame-ancestors': ["'self'"],
+  'img-src': ["'self'", 'data:'],
+  'object-src': ["'none'"],
+  'script-src': ["'self'"],
+  'script-src-attr': ["'none'"],
+  'style-src': ["'self'", `'sha256-${createHash('sha256').update(SWAGGER_UI_LOGO_STYLE).digest('base64')}'`],
+};
+
 /** The title and description of the platform's one API document, in either mode. */
 export const PLATFORM_TITLE = 'API platform';
 export const PLATFORM_DESCRIPTION =
@@ -94,10 +124,12 @@ export async function registerDocs(app: App, options: { upstreams?: Route[] } = 
 
   await app.register(async (scope) => {
     declareAuth(scope as App, 'public');
+    // The platform's address opens its docs.
+    scope.get('/', { schema: { hide: true } }, (_request, reply) => reply.redirect('/docs', 302));
     await scope.register(swaggerUi, {
       routePrefix: '/docs',
-      staticCSP: true,
-      uiConfig: { deepLinking: true, persistAuthorization: true },
+      staticCSP: DOCS_CSP,
+      uiConfig: { deepLinking: true, persistAuthorization: true, validatorUrl: null },
       uiHooks: {
         preHandler: async (request) => {
           if (upstreams.length === 0 || !request.url.startsWith('/docs/json')) return;

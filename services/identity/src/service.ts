@@ -9,6 +9,7 @@ import { registerSignupLimit } from './identity/signup-limit.js';
 export const identityService = defineService({
   name: 'identity',
   description: 'Identities: name, email, avatar and roles (never passwords)',
+  tags: [{ name: 'Identity', description: 'Who someone is: name, email, avatar, roles and activation; sign-up is open' }],
   migrations: fileURLToPath(new URL('../prisma/migrations', import.meta.url)),
   outbox: true,
   config: ['SIGNUP_RATE_LIMIT'],

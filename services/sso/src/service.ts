@@ -32,6 +32,7 @@ export function createSsoService(options: SsoOptions = {}): Service {
   return defineService({
     name: 'sso',
     description: 'Signing keys, JWKS and the OAuth 2 token endpoint',
+    tags: [{ name: 'SSO', description: 'OAuth 2 token, revocation and introspection endpoints, signing keys (JWKS), metadata and userinfo' }],
     config: [
       'ACCESS_TOKEN_TTL_SECONDS',
       'REFRESH_TOKEN_TTL_SECONDS',

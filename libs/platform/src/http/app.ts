@@ -2,9 +2,10 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import swagger from '@fastify/swagger';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import { jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { serializerCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Logger } from '../logger.js';
 import { handleError, sendProblem } from './errors.js';
+import { documentRoute, finishDocument } from './openapi.js';
 import { clientErrorResponder, DEFAULT_HTTP_LIMITS, registerInputGuards, type HttpLimits } from './input-guards.js';
 import { registerCors } from './cors.js';
 import { registerRequestLog, requestLogController } from './request-log.js';
@@ -28,6 +29,8 @@ export interface AppOptions {
   description?: string;
   /** Title of its OpenAPI document; the name by default. */
   title?: string;
+  /** The tags its routes use, each with what it groups, for its OpenAPI document. */
+  tags?: readonly ApiTag[];
   /**
    * How routes' `config.auth` is enforced: the process's verifier, and whether this app is
    * also the edge. Without it every route that is not `public` answers 401.
@@ -37,6 +40,12 @@ export interface AppOptions {
   corsOrigins?: readonly string[];
   /** Serve /metrics and time every request (METRICS=on); off when absent. */
   metrics?: boolean;
+}
+
+/** An OpenAPI tag: the name routes list in `schema.tags`, and what the group of routes is. */
+export interface ApiTag {
+  name: string;
+  description: string;
 }
 
 /** Path every service serves its own OpenAPI document on; the gateway merges them at /docs. */
@@ -116,12 +125,13 @@ export async function createApp(options: AppOptions): Promise<App> {
     openapi: {
       openapi: '3.1.0',
       info: { title: options.title ?? options.name, version: options.version, description: options.description },
+      tags: options.tags?.map((tag) => ({ ...tag })),
       components: {
         securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
       },
     },
-    transform: jsonSchemaTransform,
-    transformObject: jsonSchemaTransformObject,
+    transform: documentRoute,
+    transformObject: finishDocument,
   });
   app.get(OPENAPI_PATH, { config: { auth: 'public' }, schema: { hide: true } }, async () => app.swagger());
 

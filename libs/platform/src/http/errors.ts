@@ -7,7 +7,8 @@ import { localizeIssue, negotiateLocale, translate, type Locale, type MessagePar
 import './messages.js';
 import { varyWith } from './cors.js';
 
-export const PROBLEM_CONTENT_TYPE = 'application/problem+json; charset=utf-8';
+export const PROBLEM_MEDIA_TYPE = 'application/problem+json';
+export const PROBLEM_CONTENT_TYPE = `${PROBLEM_MEDIA_TYPE}; charset=utf-8`;
 
 /**
  * An error a service raises on purpose: a stable machine code (`CRUD_NOT_FOUND`), the HTTP

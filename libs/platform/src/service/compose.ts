@@ -141,6 +141,7 @@ export async function buildServiceApp(service: Service, deps: Dependencies, opti
     bodyLimit: deps.config.BODY_LIMIT,
     limits: httpLimitsOf(deps.config),
     description: service.description,
+    tags: service.tags,
     auth: { verifier: hub.verifier, edge: false },
     metrics: deps.config.METRICS === 'on',
   });
@@ -171,6 +172,7 @@ export async function buildPlatformApp(services: readonly Service[], deps: Depen
     bodyLimit: deps.config.BODY_LIMIT,
     limits: httpLimitsOf(deps.config),
     description: options.description,
+    tags: services.flatMap((service) => service.tags ?? []),
     auth: { verifier: hub.verifier, edge: true },
     metrics: deps.config.METRICS === 'on',
     corsOrigins: deps.config.CORS_ORIGINS,

@@ -5,7 +5,7 @@ import type { Bus } from '../bus/bus.js';
 import type { Cache } from '../cache/cache.js';
 import type { ConfigKey, PlatformConfig } from '../config.js';
 import type { Database } from '../db/database.js';
-import type { App } from '../http/app.js';
+import type { ApiTag, App } from '../http/app.js';
 import type { Logger } from '../logger.js';
 
 /** What a service's routes are built with: typed config, the ports, the verifier and its peers. */
@@ -49,6 +49,8 @@ export interface Service {
   name: ServiceName;
   /** One line for its OpenAPI document. */
   description: string;
+  /** The tags of its public routes, described (the all-in-one documents every service's). */
+  tags?: readonly ApiTag[];
   /** Its own slice of the environment, validated besides SHARED_CONFIG when it runs alone. */
   config?: readonly ConfigKey[];
   /** Its Prisma Migrate folder; a service without tables has none. */

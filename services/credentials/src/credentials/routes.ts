@@ -55,6 +55,7 @@ export async function credentialRoutes(app: App, options: CredentialRoutesOption
       config: { auth: { roles: ['admin', 'system'] } },
       schema: {
         tags: TAGS,
+        operationId: 'createCredential',
         summary: 'Create a credential (admin or system token); the API key is the secret the caller sends, never shown again',
         security,
         body: createCredentialBodySchema,
@@ -70,6 +71,7 @@ export async function credentialRoutes(app: App, options: CredentialRoutesOption
       config: authenticated,
       schema: {
         tags: TAGS,
+        operationId: 'listCredentials',
         summary: 'List credentials (admins and system tokens see all, an identity its own)',
         security,
         querystring: listCredentialsQuerySchema,
@@ -91,6 +93,7 @@ export async function credentialRoutes(app: App, options: CredentialRoutesOption
       config: authenticated,
       schema: {
         tags: TAGS,
+        operationId: 'getCredential',
         summary: 'Read a credential (its identity, an admin or a system token); never its secret',
         security,
         params: credentialIdParamsSchema,
@@ -106,6 +109,7 @@ export async function credentialRoutes(app: App, options: CredentialRoutesOption
       config: authenticated,
       schema: {
         tags: TAGS,
+        operationId: 'updateCredential',
         summary: 'Update a credential (e.g. a new password); a secret is never returned',
         security,
         params: credentialIdParamsSchema,
@@ -122,6 +126,7 @@ export async function credentialRoutes(app: App, options: CredentialRoutesOption
       config: authenticated,
       schema: {
         tags: TAGS,
+        operationId: 'revokeCredential',
         summary: 'Revoke a credential (its identity, an admin or a system token)',
         security,
         params: credentialIdParamsSchema,

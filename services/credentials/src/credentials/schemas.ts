@@ -127,14 +127,18 @@ export const createCredentialBodySchema = z
     })) {
       ctx.addIssue({ code: 'custom', path: [issue.path], message: issue.key, ...issueKey(issue.key, issue.values) });
     }
-  });
+  })
+  // One provider's fields only: the docs UI would otherwise pre-fill every field, which the rules refuse.
+  .meta({ examples: [{ identity_id: '3fa85f64-5717-4562-b3fc-2c963f66afa6', provider: 'LOCAL', secret: 'correct horse battery staple' }] });
 
-export const updateCredentialBodySchema = z.strictObject({
-  type: z.enum(CREDENTIAL_TYPES).optional(),
-  secret: secretField.optional().describe('A new password (rehashed) or, for API_KEY, a new key (the same rules as on creation)'),
-  subject: subjectField.optional(),
-  activated: z.boolean().optional(),
-});
+export const updateCredentialBodySchema = z
+  .strictObject({
+    type: z.enum(CREDENTIAL_TYPES).optional(),
+    secret: secretField.optional().describe('A new password (rehashed) or, for API_KEY, a new key (the same rules as on creation)'),
+    subject: subjectField.optional(),
+    activated: z.boolean().optional(),
+  })
+  .meta({ examples: [{ secret: 'a new, longer passphrase' }] });
 
 export type CreateCredentialInput = z.infer<typeof createCredentialBodySchema>;
 export type UpdateCredentialInput = z.infer<typeof updateCredentialBodySchema>;

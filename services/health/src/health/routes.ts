@@ -12,6 +12,7 @@ export async function healthReportRoutes(app: App, inputs: ReadinessInputs): Pro
       config: { auth: 'public' },
       schema: {
         tags: ['Health'],
+        operationId: 'getLiveness',
         summary: 'Liveness: the platform answers',
         response: { 200: livenessSchema, 500: problemSchema },
       },
@@ -24,6 +25,7 @@ export async function healthReportRoutes(app: App, inputs: ReadinessInputs): Pro
       config: { auth: 'public' },
       schema: {
         tags: ['Health'],
+        operationId: 'getReadiness',
         summary: 'Readiness: database, cache and every service, with latencies',
         description: 'HTTP 503 with status "degraded" when any dependency or service fails.',
         response: { 200: readinessSchema, 503: readinessSchema, 500: problemSchema },

@@ -28,6 +28,14 @@ const errors = {
   500: problemSchema,
 };
 
+/**
+ * The sign-up throttle's headers (signup-limit.ts) are on every answer of a request it counted:
+ * each status but the 401 of a bad token, refused before the throttle looks.
+ */
+const SIGNUP_LIMIT_HEADERS = Object.fromEntries(
+  [201, 400, 403, 404, 409, 422, 429, 500].map((status) => [status, ['RateLimit', 'RateLimit-Policy'] as const]),
+);
+
 export interface IdentityRoutesOptions {
   service: IdentityService;
   /** Per-address throttle of sign-up (registerSignupLimit); it bounds probing for taken emails too. */
@@ -45,9 +53,11 @@ export async function identityRoutes(app: App, options: IdentityRoutesOptions): 
       config: { auth: 'optional', rateLimit: options.signupRateLimit },
       schema: {
         tags: TAGS,
+        operationId: 'createIdentity',
         summary: 'Register an identity (no token needed; roles need an admin token)',
         body: createIdentityBodySchema,
         response: { 201: identityListSchema, ...errors, 429: problemSchema },
+        responseHeaders: SIGNUP_LIMIT_HEADERS,
       },
     },
     async (request, reply) => {
@@ -62,6 +72,7 @@ export async function identityRoutes(app: App, options: IdentityRoutesOptions): 
       config: { auth: 'authenticated' },
       schema: {
         tags: TAGS,
+        operationId: 'listIdentities',
         summary: 'List identities (admins and system tokens see all, others only themselves)',
         security,
         querystring: listIdentitiesQuerySchema,
@@ -83,6 +94,7 @@ export async function identityRoutes(app: App, options: IdentityRoutesOptions): 
       config: { auth: 'authenticated' },
       schema: {
         tags: TAGS,
+        operationId: 'getIdentityByEmail',
         summary: 'Read an identity by email (exact match, any case)',
         security,
         params: identityEmailParamsSchema,
@@ -98,6 +110,7 @@ export async function identityRoutes(app: App, options: IdentityRoutesOptions): 
       config: { auth: 'authenticated' },
       schema: {
         tags: TAGS,
+        operationId: 'getIdentity',
         summary: 'Read an identity (itself, an admin or a system token)',
         security,
         params: identityIdParamsSchema,
@@ -113,6 +126,7 @@ export async function identityRoutes(app: App, options: IdentityRoutesOptions): 
       config: { auth: 'authenticated' },
       schema: {
         tags: TAGS,
+        operationId: 'updateIdentity',
         summary: 'Update an identity (roles and activation only by an admin; the last active admin stays one)',
         security,
         params: identityIdParamsSchema,

@@ -11,6 +11,9 @@ import { z } from 'zod';
 export const emailSchema = z
   .email({ pattern: z.regexes.html5Email })
   .max(320)
+  // Before the transform: zod keeps examples of what a request sends only there. Without one
+  // the docs UI makes an address up from the pattern that no one would type.
+  .meta({ examples: ['ada@example.com'] })
   .transform((email) => email.toLowerCase());
 
 /** An avatar is a web image: http(s) only, so no `javascript:` or `data:` URL reaches a UI. */
@@ -22,6 +25,7 @@ export const nameSchema = z.string().trim().min(1).max(200);
 export const rolesSchema = z
   .array(z.string().regex(/^[a-z][a-z0-9_.:-]{0,63}$/))
   .max(32)
+  .meta({ examples: [['billing.read']] })
   .transform((roles) => [...new Set(roles)]);
 
 export const identitySchema = z

@@ -72,16 +72,17 @@ const METADATA_MAX_AGE_SECONDS = 3600;
 export async function discoveryRoutes(app: App, options: { issuer: string }): Promise<void> {
   const metadata = authorizationServerMetadata(options.issuer);
   const documents = [
-    [OAUTH_METADATA_PATH, 'Authorization server metadata (RFC 8414)'],
-    [DISCOVERY_PATH, 'Authorization server metadata at the OpenID Connect discovery path'],
+    [OAUTH_METADATA_PATH, 'getAuthorizationServerMetadata', 'Authorization server metadata (RFC 8414)'],
+    [DISCOVERY_PATH, 'getOpenIdConfiguration', 'Authorization server metadata at the OpenID Connect discovery path'],
   ] as const;
-  for (const [path, summary] of documents) {
+  for (const [path, operationId, summary] of documents) {
     app.get(
       path,
       {
         config: { auth: 'public' },
         schema: {
           tags: ['SSO'],
+          operationId,
           summary,
           description: `Only what works today: ${SIGNING_ALGORITHM} access tokens from the token endpoint; no authorization endpoint and no ID token yet.`,
           response: { 200: metadataSchema },

@@ -35,6 +35,7 @@ export async function keyRoutes(app: App, options: KeyRoutesOptions): Promise<vo
       config: { auth: 'public' },
       schema: {
         tags: ['SSO'],
+        operationId: 'getJwks',
         summary: 'Public signing keys (JWKS)',
         description: 'The current signing key, a key about to sign, and retired keys whose tokens may still be valid.',
         response: { 200: jwksSchema },
@@ -52,6 +53,7 @@ export async function keyRoutes(app: App, options: KeyRoutesOptions): Promise<vo
       config: { auth: { roles: ['admin'] } },
       schema: {
         tags: ['SSO'],
+        operationId: 'rotateSigningKey',
         summary: 'Rotate the signing key (admins)',
         description:
           'Adds a key that is published now and signs after SSO_KEY_ACTIVATION_DELAY_SECONDS, so every ' +

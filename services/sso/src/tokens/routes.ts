@@ -107,6 +107,8 @@ export async function tokenRoutes(app: App, options: TokenRoutesOptions): Promis
 
   const consumes = [FORM, 'application/json'];
   const errors = { 400: oauthErrorSchema, 401: oauthErrorSchema, 429: oauthErrorSchema, 503: oauthErrorSchema };
+  // The throttle's 429 and an unavailable dependency's 503 say when to come back (errors.ts).
+  const responseHeaders = { 429: ['Retry-After'], 503: ['Retry-After'] } as const;
 
   app.post(
     TOKEN_PATH,
@@ -116,6 +118,7 @@ export async function tokenRoutes(app: App, options: TokenRoutesOptions): Promis
       attachValidation: true,
       schema: {
         tags: ['SSO'],
+        operationId: 'issueToken',
         summary: 'Issue tokens (OAuth 2 token endpoint)',
         description:
           'RFC 6749 token endpoint, form-encoded or JSON. `password`: username (email) and password. ' +
@@ -126,6 +129,7 @@ export async function tokenRoutes(app: App, options: TokenRoutesOptions): Promis
         consumes,
         body: tokenRequestSchema,
         response: { 200: tokenResponseSchema, ...errors },
+        responseHeaders,
       },
     },
     async (request, reply) => {
@@ -142,6 +146,7 @@ export async function tokenRoutes(app: App, options: TokenRoutesOptions): Promis
       attachValidation: true,
       schema: {
         tags: ['SSO'],
+        operationId: 'revokeToken',
         summary: 'Revoke a sign-in by its refresh or access token (RFC 7009)',
         description:
           'Ends the sign-in the token belongs to: every refresh token rotated from it and every access ' +
@@ -170,6 +175,7 @@ export async function tokenRoutes(app: App, options: TokenRoutesOptions): Promis
       attachValidation: true,
       schema: {
         tags: ['SSO'],
+        operationId: 'introspectToken',
         summary: 'Introspect a token (RFC 7662)',
         description:
           'Says whether an access or refresh token is usable now, and what it carries. The caller ' +
@@ -177,7 +183,8 @@ export async function tokenRoutes(app: App, options: TokenRoutesOptions): Promis
           "admin's bearer token. Revoked, expired, used and unknown tokens are `{ \"active\": false }` and nothing more.",
         consumes,
         body: introspectionRequestSchema,
-        response: { 200: introspectionResponseSchema, 400: oauthErrorSchema, 401: oauthErrorSchema, 429: oauthErrorSchema, 503: oauthErrorSchema },
+        response: { 200: introspectionResponseSchema, ...errors },
+        responseHeaders,
       },
     },
     async (request, reply) => {

@@ -16,7 +16,7 @@ export const tokenRequestSchema = z
     ...clientAuthenticationFields,
     scope: z.string().optional().describe('accepted and ignored: tokens carry roles, not scopes'),
   })
-  .meta({ id: 'TokenRequest' });
+  .meta({ id: 'TokenRequest', examples: [{ grant_type: 'password', username: 'admin@localhost', password: 'the password printed at first start' }] });
 
 export const tokenResponseSchema = z
   .object({
@@ -36,7 +36,7 @@ export const revokeRequestSchema = z
     token: z.string().describe('The refresh token to revoke'),
     token_type_hint: z.string().optional().describe('refresh_token (access tokens are short-lived and not revocable)'),
   })
-  .meta({ id: 'RevokeRequest' });
+  .meta({ id: 'RevokeRequest', examples: [{ token: 'the refresh token', token_type_hint: 'refresh_token' }] });
 
 export const introspectionRequestSchema = z
   .object({
@@ -44,7 +44,7 @@ export const introspectionRequestSchema = z
     token_type_hint: z.string().optional().describe('access_token or refresh_token; not needed, the token says which it is'),
     ...clientAuthenticationFields,
   })
-  .meta({ id: 'IntrospectionRequest' });
+  .meta({ id: 'IntrospectionRequest', examples: [{ token: 'an access or refresh token', token_type_hint: 'access_token' }] });
 
 export const introspectionResponseSchema = z
   .object({

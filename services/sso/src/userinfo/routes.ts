@@ -15,6 +15,7 @@ export async function userinfoRoutes(app: App): Promise<void> {
       config: { auth: 'authenticated' },
       schema: {
         tags: ['SSO'],
+        operationId: 'getUserInfo',
         summary: "The bearer token's subject and roles",
         security: [{ bearerAuth: [] }],
         response: { 200: userinfoSchema, 401: problemSchema },
