@@ -321,7 +321,7 @@ export const CORS_EXPOSED = 'Link, ETag, Location, Content-Range, Retry-After, X
 export const corsPreflightAllowance = (origin: string) => ({
   'access-control-allow-origin': origin,
   'access-control-allow-methods': 'GET, HEAD, POST, PUT, PATCH, DELETE',
-  'access-control-allow-headers': 'authorization, content-type, accept-language, prefer, x-request-id',
+  'access-control-allow-headers': 'authorization, content-type, accept-language, prefer, x-request-id, if-match, if-none-match',
   'access-control-expose-headers': CORS_EXPOSED,
   'access-control-max-age': '7200',
 });
