@@ -325,3 +325,21 @@ export const corsPreflightAllowance = (origin: string) => ({
   'access-control-expose-headers': CORS_EXPOSED,
   'access-control-max-age': '7200',
 });
+
+/**
+ * Locks rows (`select ... for update`) in a transaction of the test's own on a real Postgres
+ * server, until `release()` commits it: writes sent meanwhile all queue behind it, so what
+ * they do once it ends is a race run the same way every time.
+ */
+export async function holdRowLocks(databaseUrl: string, select: string, params: unknown[]): Promise<{ release(): Promise<void> }> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  await client.query('begin');
+  await client.query(select, params);
+  return {
+    release: async () => {
+      await client.query('commit');
+      await client.end();
+    },
+  };
+}
