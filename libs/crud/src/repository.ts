@@ -39,7 +39,14 @@ export type RecordValues = Record<string, unknown>;
 /** The filters of a list (field -> its conditions), already parsed by the domain's query schema. */
 export type RecordFilters = ListFilters;
 
-export type UpdateResult = { status: 'updated'; record: DomainRecord } | { status: 'not-found' } | { status: 'conflict' };
+export type UpdateResult = { status: 'updated'; record: DomainRecord } | { status: 'not-found' } | { status: 'conflict' } | { status: 'precondition-failed' };
+
+/**
+ * A write's condition on the record as it is, checked on the row locked in the write's own
+ * transaction (so no other write can slip between the check and the change); false leaves
+ * the record untouched.
+ */
+export type RecordPrecondition = (current: DomainRecord) => boolean;
 
 /** The persistence port of a generic domain. */
 export interface DomainRepository {
@@ -50,10 +57,10 @@ export interface DomainRepository {
   count(filters: RecordFilters): Promise<number>;
   /** Inserts and enqueues `crud.<domain>.created`; undefined when a unique value is taken. */
   create(values: RecordValues): Promise<DomainRecord | undefined>;
-  /** Updates and enqueues `crud.<domain>.updated` in one transaction. */
-  update(id: string, values: RecordValues): Promise<UpdateResult>;
-  /** Deletes and enqueues `crud.<domain>.deleted`; false when no record had the id. */
-  delete(id: string): Promise<boolean>;
+  /** Updates and enqueues `crud.<domain>.updated` in one transaction, if `precondition` holds. */
+  update(id: string, values: RecordValues, precondition?: RecordPrecondition): Promise<UpdateResult>;
+  /** Deletes and enqueues `crud.<domain>.deleted`, if `precondition` holds. */
+  delete(id: string, precondition?: RecordPrecondition): Promise<'deleted' | 'not-found' | 'precondition-failed'>;
 }
 
 export interface RepositoryOptions {
@@ -108,6 +115,18 @@ export function createDomainRepository(domain: Domain, prisma: PrismaRawClient, 
 
   const event = (id: string, occurredAt: string): CrudRecordEvent => ({ domain: domain.name, id, occurredAt });
 
+  /**
+   * Locks the record for the rest of the transaction and checks `precondition` on it: a write
+   * waiting here sees the row as the one before it left it (READ COMMITTED re-reads a row it
+   * waited for), so of two writes sent with the same If-Match exactly one proceeds.
+   */
+  const checkLocked = async (tx: PrismaRawSession, id: string, precondition: RecordPrecondition | undefined) => {
+    if (!precondition) return 'unchecked';
+    const rows = await tx.$queryRawUnsafe<Record<string, unknown>[]>(`select ${selectList} from ${table} where "id" = $1::uuid for update`, id);
+    if (!rows[0]) return 'not-found';
+    return precondition(toRecord(rows[0])) ? 'holds' : 'precondition-failed';
+  };
+
   return {
     findById: async (id) => {
       const rows = await prisma.$queryRawUnsafe<Record<string, unknown>[]>(`select ${selectList} from ${table} where "id" = $1::uuid`, id);
@@ -150,11 +169,13 @@ export function createDomainRepository(domain: Domain, prisma: PrismaRawClient, 
         return record;
       }),
 
-    update: async (id, values) => {
+    update: async (id, values, precondition) => {
       const entries = entriesOf(values);
       const assignments = [...entries.map(([field], i) => `${quoteIdent(field)} = $${i + 2}::${typeOf[field]}`), '"updatedAt" = now()'];
       try {
         return await prisma.$transaction(async (tx): Promise<UpdateResult> => {
+          const check = await checkLocked(tx, id, precondition);
+          if (check === 'not-found' || check === 'precondition-failed') return { status: check };
           const rows = await tx.$queryRawUnsafe<Record<string, unknown>[]>(
             `update ${table} set ${assignments.join(', ')} where "id" = $1::uuid returning ${selectList}`,
             id,
@@ -172,12 +193,14 @@ export function createDomainRepository(domain: Domain, prisma: PrismaRawClient, 
       }
     },
 
-    delete: async (id) =>
+    delete: async (id, precondition) =>
       prisma.$transaction(async (tx) => {
+        const check = await checkLocked(tx, id, precondition);
+        if (check === 'not-found' || check === 'precondition-failed') return check;
         const rows = await tx.$queryRawUnsafe<unknown[]>(`delete from ${table} where "id" = $1::uuid returning "id"`, id);
-        if (rows.length === 0) return false;
+        if (rows.length === 0) return 'not-found';
         await enqueueEvent(tx, options.schema, crudEventSubject(domain.name, 'deleted'), event(id, new Date().toISOString()));
-        return true;
+        return 'deleted';
       }),
   };
 }

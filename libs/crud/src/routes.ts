@@ -1,9 +1,16 @@
 import {
   camelCase,
+  createdResponse,
+  notModifiedResponse,
   pageOf,
+  preconditionFailedResponse,
   problemSchema,
+  recordLocation,
+  sendTagged,
   setPagingHeaders,
+  taggedResponse,
   wantsExactCount,
+  writePrecondition,
   type App,
   type Cache,
   type Logger,
@@ -42,8 +49,8 @@ const NO_CONTENT = z.null().describe('No content');
 
 const sendJson = (reply: FastifyReply, status: number, body: string) => reply.code(status).type(JSON_TYPE).send(body);
 
-/** The six routes of a domain, relative to its prefix. */
-function registerRoutes(app: App, domain: Domain, service: DomainService): void {
+/** The six routes of a domain, relative to its prefix (`collection`, the path they are served under). */
+function registerRoutes(app: App, domain: Domain, service: DomainService, collection: string): void {
   const { schemas, tag, name, plural } = domain;
   const authenticated = { auth: 'authenticated' } as const;
   const secured = { tags: [tag], security: [{ bearerAuth: [] }], headers: schemas.headers };
@@ -63,11 +70,15 @@ function registerRoutes(app: App, domain: Domain, service: DomainService): void 
         ...secured,
         operationId: camelCase('get', name),
         summary: `Read one ${name} by id`,
+        description: 'Answers its ETag; with If-None-Match naming it, a 304 with no body.',
         params: schemas.params,
-        response: { 200: schemas.records, 404: problemSchema, ...COMMON_ERRORS },
+        response: { 200: taggedResponse(schemas.records), 304: notModifiedResponse, 404: problemSchema, ...COMMON_ERRORS },
       },
     },
-    async (request, reply) => sendJson(reply, 200, await service.read(request.params.id)),
+    async (request, reply) => {
+      const { body, etag } = await service.read(request.params.id);
+      return sendTagged(request, reply.type(JSON_TYPE), etag, body);
+    },
   );
 
   app.get(
@@ -103,10 +114,13 @@ function registerRoutes(app: App, domain: Domain, service: DomainService): void 
         operationId: camelCase('create', name),
         summary: `Create a ${name}`,
         body: schemas.create,
-        response: { 201: schemas.records, 422: problemSchema, ...COMMON_ERRORS },
+        response: { 201: createdResponse(schemas.records), 422: problemSchema, ...COMMON_ERRORS },
       },
     },
-    async (request, reply) => sendJson(reply, 201, await service.create(request.body as RecordValues)),
+    async (request, reply) => {
+      const { id, body, etag } = await service.create(request.body as RecordValues);
+      return sendJson(reply.header('etag', etag).header('location', recordLocation(collection, id)), 201, body);
+    },
   );
 
   app.put(
@@ -117,12 +131,16 @@ function registerRoutes(app: App, domain: Domain, service: DomainService): void 
         ...secured,
         operationId: camelCase('update', name),
         summary: `Update a ${name}: only the fields given change`,
+        description: 'With If-Match, only while the record still has that ETag (else 412 and nothing changes).',
         params: schemas.params,
         body: schemas.update,
-        response: { 200: schemas.records, 404: problemSchema, 422: problemSchema, ...COMMON_ERRORS },
+        response: { 200: taggedResponse(schemas.records), 404: problemSchema, 412: preconditionFailedResponse, 422: problemSchema, ...COMMON_ERRORS },
       },
     },
-    async (request, reply) => sendJson(reply, 200, await service.update(request.params.id, request.body as RecordValues)),
+    async (request, reply) => {
+      const { body, etag } = await service.update(request.params.id, request.body as RecordValues, writePrecondition(request));
+      return sendJson(reply.header('etag', etag), 200, body);
+    },
   );
 
   app.delete(
@@ -133,12 +151,13 @@ function registerRoutes(app: App, domain: Domain, service: DomainService): void 
         ...secured,
         operationId: camelCase('delete', name),
         summary: `Delete a ${name}`,
+        description: 'With If-Match, only while the record still has that ETag (else 412 and nothing changes).',
         params: schemas.params,
-        response: { 204: NO_CONTENT, 404: problemSchema, ...COMMON_ERRORS },
+        response: { 204: NO_CONTENT, 404: problemSchema, 412: preconditionFailedResponse, ...COMMON_ERRORS },
       },
     },
     async (request, reply) => {
-      await service.delete(request.params.id);
+      await service.delete(request.params.id, writePrecondition(request));
       return (reply as FastifyReply).code(204).send();
     },
   );
@@ -154,9 +173,9 @@ export function createDomainPlugin(domain: Domain): FastifyPluginAsync<CrudPlugi
       onCommitted: options.onCommitted,
     });
     if (options.prefix) {
-      registerRoutes(app, domain, service);
+      registerRoutes(app, domain, service, app.prefix);
       return;
     }
-    await app.register(async (scoped) => registerRoutes(scoped, domain, service), { prefix: domain.prefix });
+    await app.register(async (scoped) => registerRoutes(scoped, domain, service, domain.prefix), { prefix: domain.prefix });
   };
 }

@@ -1,25 +1,38 @@
-import type { Page } from '@app/platform';
+import { entityTag, preconditionFailed, type Page, type Precondition } from '@app/platform';
 import { createHash } from 'node:crypto';
 import type { Domain } from './define-domain.js';
 import { recordNotFound, uniqueConflict } from './errors.js';
 import type { ListPage, RecordCache } from './record-cache.js';
-import type { DomainRepository, RecordFilters, RecordValues } from './repository.js';
+import type { DomainRecord, DomainRepository, RecordFilters, RecordValues } from './repository.js';
+
+/** A record's answer: its id, the JSON array of it, and its entity tag (the hash of exactly that JSON). */
+export interface TaggedRecord {
+  id: string;
+  body: string;
+  etag: string;
+}
 
 /**
  * The use cases of one generic domain. Reads answer serialized JSON arrays, so a cache hit is
- * sent as stored, with no parse and no re-serialization.
+ * sent as stored, with no parse and no re-serialization; its tag is hashed from that string.
+ * A write given a precondition (If-Match) checks it on the locked row: 412, nothing changed.
  */
 export interface DomainService {
   /** `[record]`; 404 when no record has the id. */
-  read(id: string): Promise<string>;
+  read(id: string): Promise<TaggedRecord>;
   list(page: Page, filters: RecordFilters, options: { count: boolean }): Promise<ListPage>;
   /** `[record]` as read back; 422 when a unique value is taken. */
-  create(values: RecordValues): Promise<string>;
-  /** `[record]` after the change; 404 unknown id, 422 unique value taken. */
-  update(id: string, values: RecordValues): Promise<string>;
-  /** 404 when no record has the id. */
-  delete(id: string): Promise<void>;
+  create(values: RecordValues): Promise<TaggedRecord>;
+  /** `[record]` after the change; 404 unknown id, 412 precondition failed, 422 unique value taken. */
+  update(id: string, values: RecordValues, precondition?: Precondition): Promise<TaggedRecord>;
+  /** 404 when no record has the id, 412 when the precondition fails. */
+  delete(id: string, precondition?: Precondition): Promise<void>;
 }
+
+const tagged = (id: string, body: string): TaggedRecord => ({ id, body, etag: entityTag(body) });
+const answerOf = (record: DomainRecord) => tagged(String(record.id), JSON.stringify([record]));
+/** The precondition on the record's tag, as the repository checks it on the locked row. */
+const onRecord = (precondition: Precondition | undefined) => precondition && ((record: DomainRecord) => precondition(answerOf(record).etag));
 
 export interface DomainServiceDependencies {
   repository: DomainRepository;
@@ -57,7 +70,7 @@ export function createDomainService(domain: Domain, deps: DomainServiceDependenc
         return record ? JSON.stringify([record]) : null;
       });
       if (body === null) throw recordNotFound(domain.name, id);
-      return body;
+      return tagged(id, body);
     },
 
     list: (page, filters, options) =>
@@ -70,19 +83,22 @@ export function createDomainService(domain: Domain, deps: DomainServiceDependenc
       const record = await repository.create(values);
       if (!record) throw uniqueConflict(domain.name, domain.unique);
       await committed(String(record.id));
-      return JSON.stringify([record]);
+      return answerOf(record);
     },
 
-    update: async (id, values) => {
-      const result = await repository.update(id, values);
+    update: async (id, values, precondition) => {
+      const result = await repository.update(id, values, onRecord(precondition));
       if (result.status === 'not-found') throw recordNotFound(domain.name, id);
+      if (result.status === 'precondition-failed') throw preconditionFailed();
       if (result.status === 'conflict') throw uniqueConflict(domain.name, domain.unique);
       await committed(id);
-      return JSON.stringify([result.record]);
+      return answerOf(result.record);
     },
 
-    delete: async (id) => {
-      if (!(await repository.delete(id))) throw recordNotFound(domain.name, id);
+    delete: async (id, precondition) => {
+      const result = await repository.delete(id, onRecord(precondition));
+      if (result === 'not-found') throw recordNotFound(domain.name, id);
+      if (result === 'precondition-failed') throw preconditionFailed();
       await committed(id);
     },
   };

@@ -1,3 +1,4 @@
+import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 
 export interface RawReply {
@@ -88,4 +89,28 @@ export function rawHeader(reply: RawReply, name: string): string | undefined {
   const head = reply.text.slice(0, reply.text.lastIndexOf('\r\n\r\n'));
   const match = new RegExp(`\\r\\n${name}: *([^\\r\\n]*)`, 'ig').exec(head);
   return match?.[1];
+}
+
+/** An answer as it came over the wire: its body's bytes never decoded (fetch would undo a Content-Encoding). */
+export interface BytesReply {
+  status: number;
+  headers: Record<string, string | undefined>;
+  body: Buffer;
+}
+
+/** One request with node:http, which adds no Accept-Encoding of its own and decodes nothing. */
+export function requestBytes(url: string, options: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<BytesReply> {
+  return new Promise((resolve, reject) => {
+    const sent = httpRequest(url, { method: options.method ?? 'GET', headers: options.headers }, (response) => {
+      const chunks: Buffer[] = [];
+      response.on('data', (chunk: Buffer) => chunks.push(chunk));
+      response.on('error', reject);
+      response.on('end', () => {
+        const headers = Object.fromEntries(Object.entries(response.headers).map(([name, value]) => [name, value === undefined ? undefined : String(value)]));
+        resolve({ status: response.statusCode ?? 0, headers, body: Buffer.concat(chunks) });
+      });
+    });
+    sent.on('error', reject);
+    sent.end(options.body);
+  });
 }

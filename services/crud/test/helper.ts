@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { buildGateway } from '@app/gateway';
 import { buildServiceApp, listenApp, type App, type Cache, type Dependencies, type Env, type RunningApp } from '@app/platform';
-import { openTestDependencies, startTokenIssuer, type TestMode, type TokenIssuer } from '@app/testing';
+import { openTestDependencies, requestBytes, startTokenIssuer, type BytesReply, type TestMode, type TokenIssuer } from '@app/testing';
 import { crudService } from '../src/index.js';
 
 /** What a test sends; the same request goes through app.inject or through the gateway. */
 export interface TestRequest {
-  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  method: 'GET' | 'HEAD' | 'POST' | 'PUT' | 'DELETE';
   url: string;
   headers?: Record<string, string>;
   body?: unknown;
@@ -31,6 +31,8 @@ export interface CrudHarness {
   /** A valid bearer token. */
   token: string;
   send(request: TestRequest): Promise<TestResponse>;
+  /** The same request, its answer's bytes as they came (never decoded, and no Accept-Encoding unless given). */
+  sendRaw(request: TestRequest): Promise<BytesReply>;
   close(): Promise<void>;
 }
 
@@ -54,16 +56,20 @@ export async function startCrud(
   const running: RunningApp[] = [];
 
   let send: CrudHarness['send'];
+  let sendRaw: CrudHarness['sendRaw'];
+  const headersOf = (request: TestRequest) => ({ ...(request.body !== undefined ? { 'content-type': 'application/json' } : {}), ...request.headers });
+  const payloadOf = (request: TestRequest) => request.rawBody ?? (request.body === undefined ? undefined : JSON.stringify(request.body));
   if (transport === 'inject') {
+    const inject = (request: TestRequest) => app.inject({ method: request.method, url: request.url, headers: headersOf(request), payload: payloadOf(request) });
+    const headersOfInjected = (headers: Record<string, unknown>) =>
+      Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, v === undefined ? undefined : String(v)]));
+    sendRaw = async (request) => {
+      const response = await inject(request);
+      return { status: response.statusCode, headers: headersOfInjected(response.headers), body: response.rawPayload };
+    };
     send = async (request) => {
-      const response = await app.inject({
-        method: request.method,
-        url: request.url,
-        headers: { ...(request.body !== undefined ? { 'content-type': 'application/json' } : {}), ...request.headers },
-        payload: request.rawBody ?? (request.body === undefined ? undefined : JSON.stringify(request.body)),
-      });
-      const headers = Object.fromEntries(Object.entries(response.headers).map(([k, v]) => [k, v === undefined ? undefined : String(v)]));
-      return { status: response.statusCode, headers, text: response.body, json: parse(response.body) };
+      const response = await inject(request);
+      return { status: response.statusCode, headers: headersOfInjected(response.headers), text: response.body, json: parse(response.body) };
     };
   } else {
     const crud = await listenApp('crud', app, { host: '127.0.0.1', port: 0 });
@@ -71,12 +77,9 @@ export async function startCrud(
     const config = { ...deps.config, CRUD_URL: crud.url, PLATFORM_SERVICES: ['crud' as const] };
     const gateway = await listenApp('gateway', await buildGateway(config, deps.logger), { host: '127.0.0.1', port: 0 });
     running.unshift(gateway);
+    sendRaw = (request) => requestBytes(new URL(request.url, gateway.url).toString(), { method: request.method, headers: headersOf(request), body: payloadOf(request) });
     send = async (request) => {
-      const response = await fetch(new URL(request.url, gateway.url), {
-        method: request.method,
-        headers: { ...(request.body !== undefined ? { 'content-type': 'application/json' } : {}), ...request.headers },
-        body: request.rawBody ?? (request.body === undefined ? undefined : JSON.stringify(request.body)),
-      });
+      const response = await fetch(new URL(request.url, gateway.url), { method: request.method, headers: headersOf(request), body: payloadOf(request) });
       const text = await response.text();
       return { status: response.status, headers: Object.fromEntries(response.headers), text, json: parse(text) };
     };
@@ -88,6 +91,7 @@ export async function startCrud(
     issuer,
     token,
     send,
+    sendRaw,
     close: async () => {
       for (const service of running) await service.close();
       if (running.length === 0) await app.close();

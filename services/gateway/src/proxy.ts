@@ -112,6 +112,9 @@ export async function registerProxies(app: App, options: ProxyOptions): Promise<
       httpMethods: PROXIED_METHODS,
       // Fastify already logs each request and its answer; two more lines per hop only cost.
       disableRequestLogging: true,
+      // The service compressed its answer for the client's Accept-Encoding (or chose not to,
+      // a body under 1 KB): it passes through as is, Content-Encoding and Vary included.
+      config: { compress: false },
       undici: dispatcher ?? poolOptions,
       replyOptions: {
         rewriteRequestHeaders: (request, headers) => {

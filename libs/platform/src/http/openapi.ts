@@ -164,7 +164,9 @@ function finishResponse(operation: Operation, status: string, response: Response
   const problem = code >= 400 && json?.schema?.$ref === PROBLEM_REF && Object.keys(content!).length === 1;
   if (problem) content = { [PROBLEM_MEDIA_TYPE]: json };
   const declared = operation[DECLARED_HEADERS]?.[code] ?? [];
-  const names = [...new Set([...conventionalHeaders(operation, code, problem), ...declared])];
+  // A header a schema documents inline (zod `.meta({ headers })`) under a shared name is the shared one.
+  const inline = Object.keys(response.headers ?? {}).filter((name): name is ResponseHeaderName => Object.hasOwn(RESPONSE_HEADERS, name));
+  const names = [...new Set([...conventionalHeaders(operation, code, problem), ...declared, ...inline])];
   if (!description || description === 'Default Response') description = STATUS_CODES[code] ?? status;
   return {
     ...response,

@@ -27,6 +27,17 @@ export class UniqueViolation extends Error {
   }
 }
 
+/** The write's precondition (If-Match) does not hold for the credential as it is; nothing was written. */
+export class PreconditionViolation extends Error {
+  constructor() {
+    super('the credential is not in the version the write was conditioned on');
+    this.name = 'PreconditionViolation';
+  }
+}
+
+/** A write's condition on the credential as it is, checked on its row locked in the write's transaction. */
+export type RowPrecondition = (current: CredentialRow) => boolean;
+
 /** Where credentials are stored. The service depends on this interface, never on Prisma. */
 export interface CredentialRepository {
   findById(id: string): Promise<CredentialRow | null>;
@@ -37,8 +48,10 @@ export interface CredentialRepository {
   findByLegacyPrefix(prefix: string): Promise<CredentialRow | null>;
   list(filters: CredentialFilters, page: Page, count: boolean): Promise<{ rows: CredentialRow[]; hasMore: boolean; total?: number }>;
   create(data: CredentialWrite & { identityId: string; provider: string; type: string }, event: EventFor): Promise<CredentialRow>;
-  update(id: string, data: CredentialWrite, event: EventFor): Promise<CredentialRow | null>;
-  delete(id: string, event: EventFor): Promise<CredentialRow | null>;
+  /** Null when there is no such credential; rejects with PreconditionViolation when `precondition` fails on the locked row. */
+  update(id: string, data: CredentialWrite, event: EventFor, precondition?: RowPrecondition): Promise<CredentialRow | null>;
+  /** Null when there is no such credential; rejects with PreconditionViolation when `precondition` fails on the locked row. */
+  delete(id: string, event: EventFor, precondition?: RowPrecondition): Promise<CredentialRow | null>;
   /**
    * Records a successful use, and a rehashed secret when the argon2 costs changed, or a legacy
    * API key's keyed hash (its prefix and unkeyed hash then go). No event.
@@ -75,6 +88,15 @@ const CREDENTIAL_TABLE: FilteredTable = {
 
 export function createCredentialRepository(database: Database): CredentialRepository {
   const prisma = createPrismaClient(PrismaClient, database);
+  /**
+   * The credential, locked for the rest of the transaction, with the precondition checked on
+   * it: a concurrent write waits here and then sees what the first one left.
+   */
+  const lockedRow = async (tx: Prisma.TransactionClient, id: string, precondition: RowPrecondition): Promise<CredentialRow | null> => {
+    const [row] = await tx.$queryRawUnsafe<CredentialRow[]>(`select ${CREDENTIAL_TABLE.select} from ${CREDENTIAL_TABLE.from} where id = $1::uuid for update`, id);
+    if (row && !precondition(row)) throw new PreconditionViolation();
+    return row ?? null;
+  };
   const translated = async <T>(work: () => Promise<T>): Promise<T> => {
     try {
       return await work();
@@ -98,10 +120,10 @@ export function createCredentialRepository(database: Database): CredentialReposi
           return row;
         }),
       ),
-    update: (id, data, event) =>
+    update: (id, data, event, precondition) =>
       translated(() =>
         prisma.$transaction(async (tx) => {
-          const found = await tx.credential.findUnique({ where: { id }, select: { id: true } });
+          const found = precondition ? await lockedRow(tx, id, precondition) : await tx.credential.findUnique({ where: { id }, select: { id: true } });
           if (!found) return null;
           const row = await tx.credential.update({ where: { id }, data });
           const { subject, payload } = event(row);
@@ -109,9 +131,9 @@ export function createCredentialRepository(database: Database): CredentialReposi
           return row;
         }),
       ),
-    delete: (id, event) =>
+    delete: (id, event, precondition) =>
       prisma.$transaction(async (tx) => {
-        const found = await tx.credential.findUnique({ where: { id } });
+        const found = precondition ? await lockedRow(tx, id, precondition) : await tx.credential.findUnique({ where: { id } });
         if (!found) return null;
         await tx.credential.delete({ where: { id } });
         const { subject, payload } = event(found);

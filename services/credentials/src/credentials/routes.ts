@@ -5,7 +5,19 @@ import {
   verifyPasswordRequestSchema,
   verifyPasswordResponseSchema,
 } from '@app/contracts';
-import { principalOf, problemSchema, type App } from '@app/platform';
+import {
+  createdResponse,
+  notModifiedResponse,
+  preconditionFailedResponse,
+  principalOf,
+  problemSchema,
+  recordLocation,
+  sendTagged,
+  taggedResponse,
+  writePrecondition,
+  type App,
+} from '@app/platform';
+import type { FastifyReply } from 'fastify';
 import { listHeadersSchema, pageOf, setPagingHeaders, wantsExactCount } from '@app/platform';
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
@@ -16,7 +28,7 @@ import {
   listCredentialsQuerySchema,
   updateCredentialBodySchema,
 } from './schemas.js';
-import type { Caller, CredentialService } from './service.js';
+import type { Caller, CredentialService, TaggedCredential } from './service.js';
 
 export const CREDENTIALS_PREFIX = '/api/v1/credentials';
 
@@ -44,6 +56,10 @@ const callerOf = (request: FastifyRequest): Caller => ({
 
 const authenticated = { auth: 'authenticated' } as const;
 
+/** A 201 with the new credential: its tag, and where to read it. */
+const sendCreated = (reply: FastifyReply, { record, etag }: TaggedCredential) =>
+  reply.code(201).header('etag', etag).header('location', recordLocation(CREDENTIALS_PREFIX, record.id)).send([record]);
+
 /** The public credentials API (under CREDENTIALS_PREFIX, routed by the gateway). */
 export async function credentialRoutes(app: App, options: CredentialRoutesOptions): Promise<void> {
   const { service } = options;
@@ -59,10 +75,10 @@ export async function credentialRoutes(app: App, options: CredentialRoutesOption
         summary: 'Create a credential (admin or system token); the API key is the secret the caller sends, never shown again',
         security,
         body: createCredentialBodySchema,
-        response: { 201: credentialListSchema, ...errors },
+        response: { 201: createdResponse(credentialListSchema), ...errors },
       },
     },
-    async (request, reply) => reply.code(201).send([await service.create(request.body, callerOf(request))]),
+    async (request, reply) => sendCreated(reply, await service.create(request.body, callerOf(request))),
   );
 
   app.get(
@@ -95,12 +111,16 @@ export async function credentialRoutes(app: App, options: CredentialRoutesOption
         tags: TAGS,
         operationId: 'getCredential',
         summary: 'Read a credential (its identity, an admin or a system token); never its secret',
+        description: 'Answers its ETag; with If-None-Match naming it, a 304 with no body.',
         security,
         params: credentialIdParamsSchema,
-        response: { 200: credentialListSchema, ...errors },
+        response: { 200: taggedResponse(credentialListSchema), 304: notModifiedResponse, ...errors },
       },
     },
-    async (request) => [await service.get(request.params.id, principalOf(request))],
+    async (request, reply) => {
+      const { record, etag } = await service.get(request.params.id, principalOf(request));
+      return sendTagged(request, reply, etag, [record]);
+    },
   );
 
   app.put(
@@ -111,13 +131,17 @@ export async function credentialRoutes(app: App, options: CredentialRoutesOption
         tags: TAGS,
         operationId: 'updateCredential',
         summary: 'Update a credential (e.g. a new password); a secret is never returned',
+        description: 'With If-Match, only while the credential still has that ETag (else 412 and nothing changes).',
         security,
         params: credentialIdParamsSchema,
         body: updateCredentialBodySchema,
-        response: { 200: credentialListSchema, ...errors },
+        response: { 200: taggedResponse(credentialListSchema), ...errors, 412: preconditionFailedResponse },
       },
     },
-    async (request) => [await service.update(request.params.id, request.body, principalOf(request))],
+    async (request, reply) => {
+      const { record, etag } = await service.update(request.params.id, request.body, principalOf(request), writePrecondition(request));
+      return reply.header('etag', etag).send([record]);
+    },
   );
 
   app.delete(
@@ -128,13 +152,14 @@ export async function credentialRoutes(app: App, options: CredentialRoutesOption
         tags: TAGS,
         operationId: 'revokeCredential',
         summary: 'Revoke a credential (its identity, an admin or a system token)',
+        description: 'With If-Match, only while the credential still has that ETag (else 412 and nothing changes).',
         security,
         params: credentialIdParamsSchema,
-        response: { 204: z.null().describe('Revoked'), ...errors },
+        response: { 204: z.null().describe('Revoked'), ...errors, 412: preconditionFailedResponse },
       },
     },
     async (request, reply) => {
-      await service.revoke(request.params.id, principalOf(request));
+      await service.revoke(request.params.id, principalOf(request), writePrecondition(request));
       return reply.code(204).send(null);
     },
   );
@@ -186,8 +211,7 @@ export async function credentialInternalRoutes(app: App, options: CredentialRout
     },
     async (request, reply) => {
       const { identityId, password } = request.body;
-      const record = await options.service.create({ identity_id: identityId, provider: 'LOCAL', secret: password }, callerOf(request), { platform: true });
-      return reply.code(201).send([record]);
+      return sendCreated(reply, await options.service.create({ identity_id: identityId, provider: 'LOCAL', secret: password }, callerOf(request), { platform: true }));
     },
   );
 }

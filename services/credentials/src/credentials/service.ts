@@ -10,7 +10,18 @@ import {
   type VerifyPasswordRequest,
   type VerifyPasswordResponse,
 } from '@app/contracts';
-import { forbidden, isAdmin, isOwnerOrAdmin, isPrivileged, RequestValidationError, type Page, type Principal } from '@app/platform';
+import {
+  entityTag,
+  forbidden,
+  isAdmin,
+  isOwnerOrAdmin,
+  isPrivileged,
+  preconditionFailed,
+  RequestValidationError,
+  type Page,
+  type Precondition,
+  type Principal,
+} from '@app/platform';
 import {
   activationForbidden,
   credentialConflict,
@@ -20,7 +31,7 @@ import {
   localExists,
   subjectTaken,
 } from './errors.js';
-import { UniqueViolation, type CredentialRepository, type CredentialRow, type CredentialWrite } from './repository.js';
+import { PreconditionViolation, UniqueViolation, type CredentialRepository, type CredentialRow, type CredentialWrite, type RowPrecondition } from './repository.js';
 import {
   ruleIssuesAsZod,
   TYPE_OF_PROVIDER,
@@ -65,6 +76,20 @@ const toRecord = (row: CredentialRow): CredentialRecord => ({
   activated: row.activated,
   lastUsedAt: row.lastUsedAt?.toISOString() ?? null,
 });
+
+/** A record and its entity tag: the hash of its JSON (lastUsedAt included, so a use changes it). */
+export interface TaggedCredential {
+  record: CredentialRecord;
+  etag: string;
+}
+
+const tagged = (row: CredentialRow): TaggedCredential => {
+  const record = toRecord(row);
+  return { record, etag: entityTag(JSON.stringify(record)) };
+};
+
+/** The precondition on the credential's tag, as the repository checks it on the locked row. */
+const onRow = (precondition: Precondition | undefined): RowPrecondition | undefined => precondition && ((row) => precondition(tagged(row).etag));
 
 const eventOf = (row: CredentialRow, extra: { secretChanged?: boolean; occurredAt?: Date; actorSessionId?: string } = {}): CredentialEvent => ({
   credentialId: row.id,
@@ -149,7 +174,7 @@ export function createCredentialService(deps: CredentialServiceDeps) {
 
   return {
     /** Admins and system tokens only; the identity must exist (asked of identity with the caller's token). */
-    async create(input: CreateCredentialInput, caller: Caller, options: { platform?: boolean } = {}): Promise<CredentialRecord> {
+    async create(input: CreateCredentialInput, caller: Caller, options: { platform?: boolean } = {}): Promise<TaggedCredential> {
       if (!isPrivileged(caller.principal)) throw forbidden();
       const identity = await lookupIdentity({ id: input.identity_id }, caller.authority);
       if (!identity) throw identityMissing(input.identity_id);
@@ -171,15 +196,15 @@ export function createCredentialService(deps: CredentialServiceDeps) {
           (created) => ({ subject: 'credential.created', payload: eventOf(created) }),
         );
         deps.eventsCommitted();
-        return toRecord(row);
+        return tagged(row);
       } catch (error) {
         if (error instanceof UniqueViolation) throw conflictFor(input.provider);
         throw error;
       }
     },
 
-    async get(id: string, principal: Principal): Promise<CredentialRecord> {
-      return toRecord(await accessible(id, principal));
+    async get(id: string, principal: Principal): Promise<TaggedCredential> {
+      return tagged(await accessible(id, principal));
     },
 
     /** Admins and system tokens list every credential; an identity lists its own. */
@@ -195,9 +220,10 @@ export function createCredentialService(deps: CredentialServiceDeps) {
     /**
      * The provider rules hold for the credential as it will be after the update. Its owner may
      * change the secret; only an admin changes `activated` (else a user could reactivate the
-     * credential an admin deactivated).
+     * credential an admin deactivated). With a precondition (If-Match), only while the
+     * credential still has that tag (412).
      */
-    async update(id: string, input: UpdateCredentialInput, principal: Principal): Promise<CredentialRecord> {
+    async update(id: string, input: UpdateCredentialInput, principal: Principal, precondition?: Precondition): Promise<TaggedCredential> {
       const existing = await accessible(id, principal);
       if (input.activated !== undefined && !isAdmin(principal)) throw activationForbidden();
       const provider = existing.provider as CredentialProvider;
@@ -226,24 +252,36 @@ export function createCredentialService(deps: CredentialServiceDeps) {
             ...write,
           },
           (updated) => ({ subject: 'credential.updated', payload: eventOf(updated, { secretChanged, actorSessionId }) }),
+          onRow(precondition),
         );
         if (!row) throw credentialNotFound(id);
         deps.eventsCommitted();
         await deps.signInChanged();
-        return toRecord(row);
+        return tagged(row);
       } catch (error) {
         if (error instanceof UniqueViolation) throw conflictFor(provider);
+        if (error instanceof PreconditionViolation) throw preconditionFailed();
         throw error;
       }
     },
 
-    /** Revokes (deletes) the credential; `credential.revoked` tells sso to end its sessions. */
-    async revoke(id: string, principal: Principal): Promise<void> {
+    /**
+     * Revokes (deletes) the credential; `credential.revoked` tells sso to end its sessions.
+     * With a precondition (If-Match), only while the credential still has that tag (412).
+     */
+    async revoke(id: string, principal: Principal, precondition?: Precondition): Promise<void> {
       await accessible(id, principal);
-      const row = await repository.delete(id, (deleted) => ({
-        subject: 'credential.revoked',
-        payload: eventOf(deleted, { occurredAt: new Date() }),
-      }));
+      let row: CredentialRow | null;
+      try {
+        row = await repository.delete(
+          id,
+          (deleted) => ({ subject: 'credential.revoked', payload: eventOf(deleted, { occurredAt: new Date() }) }),
+          onRow(precondition),
+        );
+      } catch (error) {
+        if (error instanceof PreconditionViolation) throw preconditionFailed();
+        throw error;
+      }
       if (!row) throw credentialNotFound(id);
       deps.eventsCommitted();
       await deps.signInChanged();

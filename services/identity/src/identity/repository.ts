@@ -34,6 +34,17 @@ export class LastAdminViolation extends Error {
   }
 }
 
+/** The write's precondition (If-Match) does not hold for the identity as it is; nothing was written. */
+export class PreconditionViolation extends Error {
+  constructor() {
+    super('the identity is not in the version the write was conditioned on');
+    this.name = 'PreconditionViolation';
+  }
+}
+
+/** A write's condition on the identity as it is, checked on its row locked in the write's transaction. */
+export type RowPrecondition = (current: IdentityRow) => boolean;
+
 const isActiveAdmin = (row: { roles: string[]; activated: boolean }) => row.activated && row.roles.includes('admin');
 
 /** Where identities are stored. The service depends on this interface, never on Prisma. */
@@ -46,9 +57,10 @@ export interface IdentityRepository {
   /**
    * Updates and records the event atomically; null when there is no such identity. Rejects
    * with LastAdminViolation when the update would leave no active admin, also under
-   * concurrent updates (see the lock below).
+   * concurrent updates (see the lock below), and with PreconditionViolation when
+   * `precondition` does not hold for the row it locked.
    */
-  update(id: string, data: IdentityWrite, event: EventFor): Promise<IdentityRow | null>;
+  update(id: string, data: IdentityWrite, event: EventFor, precondition?: RowPrecondition): Promise<IdentityRow | null>;
   close(): Promise<void>;
 }
 
@@ -91,7 +103,7 @@ export function createIdentityRepository(database: Database): IdentityRepository
         throw error;
       }
     },
-    update: async (id, data, event) => {
+    update: async (id, data, event, precondition) => {
       try {
         return await prisma.$transaction(async (tx) => {
           if (data.roles !== undefined || data.activated === false) {
@@ -103,8 +115,19 @@ export function createIdentityRepository(database: Database): IdentityRepository
             const after = { roles: data.roles ?? ['admin'], activated: data.activated ?? true };
             if (admins.length === 1 && admins[0]!.id === id && !isActiveAdmin(after)) throw new LastAdminViolation();
           }
-          const found = await tx.identity.findUnique({ where: { id }, select: { id: true } });
-          if (!found) return null;
+          if (precondition) {
+            // Locked after the admins (never before: two demotions would wait on each other),
+            // so no other write can change the row between this check and the update.
+            const [current] = await tx.$queryRawUnsafe<IdentityRow[]>(
+              `select ${IDENTITY_TABLE.select} from ${IDENTITY_TABLE.from} where id = $1::uuid for update`,
+              id,
+            );
+            if (!current) return null;
+            if (!precondition(current)) throw new PreconditionViolation();
+          } else {
+            const found = await tx.identity.findUnique({ where: { id }, select: { id: true } });
+            if (!found) return null;
+          }
           const row = await tx.identity.update({ where: { id }, data });
           const { subject, payload } = event(row);
           await enqueueEvent(tx, IDENTITY_SCHEMA, subject, payload);

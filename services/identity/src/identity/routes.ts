@@ -1,5 +1,16 @@
 import { identityLookupRequestSchema, INTERNAL_ROUTES, internalIdentitySchema } from '@app/contracts';
-import { principalOf, problemSchema, type App } from '@app/platform';
+import {
+  createdResponse,
+  notModifiedResponse,
+  preconditionFailedResponse,
+  principalOf,
+  problemSchema,
+  recordLocation,
+  sendTagged,
+  taggedResponse,
+  writePrecondition,
+  type App,
+} from '@app/platform';
 import { listHeadersSchema, pageOf, setPagingHeaders, wantsExactCount } from '@app/platform';
 import { identityEmailNotFound, identityNotFound } from './errors.js';
 import {
@@ -56,13 +67,13 @@ export async function identityRoutes(app: App, options: IdentityRoutesOptions): 
         operationId: 'createIdentity',
         summary: 'Register an identity (no token needed; roles need an admin token)',
         body: createIdentityBodySchema,
-        response: { 201: identityListSchema, ...errors, 429: problemSchema },
+        response: { 201: createdResponse(identityListSchema), ...errors, 429: problemSchema },
         responseHeaders: SIGNUP_LIMIT_HEADERS,
       },
     },
     async (request, reply) => {
-      const record = await service.create(request.body, request.principal);
-      return reply.code(201).send([record]);
+      const { record, etag } = await service.create(request.body, request.principal);
+      return reply.code(201).header('etag', etag).header('location', recordLocation(IDENTITY_PREFIX, record.id)).send([record]);
     },
   );
 
@@ -96,12 +107,16 @@ export async function identityRoutes(app: App, options: IdentityRoutesOptions): 
         tags: TAGS,
         operationId: 'getIdentityByEmail',
         summary: 'Read an identity by email (exact match, any case)',
+        description: 'Answers its ETag; with If-None-Match naming it, a 304 with no body.',
         security,
         params: identityEmailParamsSchema,
-        response: { 200: identityListSchema, ...errors },
+        response: { 200: taggedResponse(identityListSchema), 304: notModifiedResponse, ...errors },
       },
     },
-    async (request) => [await service.getByEmail(request.params.email, principalOf(request))],
+    async (request, reply) => {
+      const { record, etag } = await service.getByEmail(request.params.email, principalOf(request));
+      return sendTagged(request, reply, etag, [record]);
+    },
   );
 
   app.get(
@@ -112,12 +127,16 @@ export async function identityRoutes(app: App, options: IdentityRoutesOptions): 
         tags: TAGS,
         operationId: 'getIdentity',
         summary: 'Read an identity (itself, an admin or a system token)',
+        description: 'Answers its ETag; with If-None-Match naming it, a 304 with no body.',
         security,
         params: identityIdParamsSchema,
-        response: { 200: identityListSchema, ...errors },
+        response: { 200: taggedResponse(identityListSchema), 304: notModifiedResponse, ...errors },
       },
     },
-    async (request) => [await service.get(request.params.id, principalOf(request))],
+    async (request, reply) => {
+      const { record, etag } = await service.get(request.params.id, principalOf(request));
+      return sendTagged(request, reply, etag, [record]);
+    },
   );
 
   app.put(
@@ -128,13 +147,17 @@ export async function identityRoutes(app: App, options: IdentityRoutesOptions): 
         tags: TAGS,
         operationId: 'updateIdentity',
         summary: 'Update an identity (roles and activation only by an admin; the last active admin stays one)',
+        description: 'With If-Match, only while the identity still has that ETag (else 412 and nothing changes).',
         security,
         params: identityIdParamsSchema,
         body: updateIdentityBodySchema,
-        response: { 200: identityListSchema, ...errors },
+        response: { 200: taggedResponse(identityListSchema), ...errors, 412: preconditionFailedResponse },
       },
     },
-    async (request) => [await service.update(request.params.id, request.body, principalOf(request))],
+    async (request, reply) => {
+      const { record, etag } = await service.update(request.params.id, request.body, principalOf(request), writePrecondition(request));
+      return reply.header('etag', etag).send([record]);
+    },
   );
 }
 
@@ -179,7 +202,7 @@ export async function identityInternalRoutes(app: App, options: Pick<IdentityRou
     },
     async (request, reply) => {
       const { id, name, email, roles, activated } = await options.service.createWithRoles(request.body);
-      return reply.code(201).send({ id, name, email, roles, activated });
+      return reply.code(201).header('location', recordLocation(IDENTITY_PREFIX, id)).send({ id, name, email, roles, activated });
     },
   );
 }

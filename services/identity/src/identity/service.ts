@@ -1,7 +1,20 @@
 import type { IdentityEvent, InternalIdentity } from '@app/contracts';
-import { bumpSignInGeneration, forbidden, isAdmin, isOwnerOrAdmin, isPrivileged, type Cache, type Logger, type Page, type Principal } from '@app/platform';
+import {
+  bumpSignInGeneration,
+  entityTag,
+  forbidden,
+  isAdmin,
+  isOwnerOrAdmin,
+  isPrivileged,
+  preconditionFailed,
+  type Cache,
+  type Logger,
+  type Page,
+  type Precondition,
+  type Principal,
+} from '@app/platform';
 import { emailTaken, identityEmailNotFound, identityNotFound, lastActiveAdmin, privilegedFieldsForbidden } from './errors.js';
-import { LastAdminViolation, UniqueViolation, type IdentityRepository, type IdentityRow } from './repository.js';
+import { LastAdminViolation, PreconditionViolation, UniqueViolation, type IdentityRepository, type IdentityRow } from './repository.js';
 import type { CreateIdentityInput, IdentityFilters, IdentityRecord, UpdateIdentityInput } from './schemas.js';
 
 /** Read-by-id answers are cached this long; every update drops the key, so it bounds nothing but memory. */
@@ -27,6 +40,14 @@ const toRecord = (row: IdentityRow): IdentityRecord => ({
   activated: row.activated,
 });
 
+/** A record and its entity tag: the hash of its JSON, as the cache stores it. */
+export interface TaggedIdentity {
+  record: IdentityRecord;
+  etag: string;
+}
+
+const tagged = (record: IdentityRecord, json = JSON.stringify(record)): TaggedIdentity => ({ record, etag: entityTag(json) });
+
 const eventOf = (row: IdentityRow): IdentityEvent => ({
   identityId: row.id,
   email: row.email,
@@ -41,13 +62,16 @@ export type IdentityService = ReturnType<typeof createIdentityService>;
 export function createIdentityService(deps: IdentityServiceDeps) {
   const { repository, cache, logger } = deps;
   /** Concurrent misses on one id share one database read. */
-  const inFlight = new Map<string, Promise<IdentityRecord | null>>();
+  const inFlight = new Map<string, Promise<TaggedIdentity | null>>();
 
-  /** The cache fails open: an unreachable cache costs a database read, never a request. */
-  const cached = async (id: string): Promise<IdentityRecord | null> => {
+  /**
+   * The cache fails open: an unreachable cache costs a database read, never a request. A hit's
+   * tag is hashed from the cached JSON itself, the string a miss stores.
+   */
+  const cached = async (id: string): Promise<TaggedIdentity | null> => {
     try {
       const hit = await cache.get(recordKey(id));
-      if (hit) return JSON.parse(hit) as IdentityRecord;
+      if (hit) return tagged(JSON.parse(hit) as IdentityRecord, hit);
     } catch (error) {
       logger.warn({ err: error }, 'identity cache read failed; reading the database');
     }
@@ -55,9 +79,11 @@ export function createIdentityService(deps: IdentityServiceDeps) {
     if (!pending) {
       pending = (async () => {
         const row = await repository.findById(id);
-        const record = row ? toRecord(row) : null;
-        if (record) await cache.set(recordKey(id), JSON.stringify(record), RECORD_TTL_SECONDS).catch(() => undefined);
-        return record;
+        if (!row) return null;
+        const record = toRecord(row);
+        const json = JSON.stringify(record);
+        await cache.set(recordKey(id), json, RECORD_TTL_SECONDS).catch(() => undefined);
+        return tagged(record, json);
       })().finally(() => inFlight.delete(id));
       inFlight.set(id, pending);
     }
@@ -68,14 +94,14 @@ export function createIdentityService(deps: IdentityServiceDeps) {
     cache.delete(recordKey(id)).catch((error: unknown) => logger.warn({ err: error, id }, 'identity cache delete failed'));
 
   /** Inserts an identity as given, roles included: callers check who may set them. */
-  const insert = async (input: CreateIdentityInput): Promise<IdentityRecord> => {
+  const insert = async (input: CreateIdentityInput): Promise<TaggedIdentity> => {
     try {
       const row = await repository.create({ ...input, avatar: input.avatar ?? null }, (created) => ({
         subject: 'identity.created',
         payload: eventOf(created),
       }));
       deps.eventsCommitted();
-      return toRecord(row);
+      return tagged(toRecord(row));
     } catch (error) {
       if (error instanceof UniqueViolation) throw emailTaken(input.email);
       throw error;
@@ -87,7 +113,7 @@ export function createIdentityService(deps: IdentityServiceDeps) {
      * Anyone may register; only an admin sets roles (a `system` token is an ordinary role and
      * may not: else any key of a service identity could mint admins).
      */
-    async create(input: CreateIdentityInput, principal: Principal | undefined): Promise<IdentityRecord> {
+    async create(input: CreateIdentityInput, principal: Principal | undefined): Promise<TaggedIdentity> {
       if (input.roles !== undefined && !(principal && isAdmin(principal))) throw privilegedFieldsForbidden();
       return insert(input);
     },
@@ -96,22 +122,22 @@ export function createIdentityService(deps: IdentityServiceDeps) {
      * For the platform's own services only (in process, or the internal route for `system`
      * tokens, never routed by the gateway): sso's bootstrap administrator.
      */
-    createWithRoles: (input: CreateIdentityInput): Promise<IdentityRecord> => insert(input),
+    createWithRoles: async (input: CreateIdentityInput): Promise<IdentityRecord> => (await insert(input)).record,
 
     /** The identity itself, an admin or a system token; anyone else learns nothing (403 before any read). */
-    async get(id: string, principal: Principal): Promise<IdentityRecord> {
+    async get(id: string, principal: Principal): Promise<TaggedIdentity> {
       if (!isOwnerOrAdmin(principal, id)) throw forbidden();
-      const record = await cached(id);
-      if (!record) throw identityNotFound(id);
-      return record;
+      const found = await cached(id);
+      if (!found) throw identityNotFound(id);
+      return found;
     },
 
-    async getByEmail(email: string, principal: Principal): Promise<IdentityRecord> {
+    async getByEmail(email: string, principal: Principal): Promise<TaggedIdentity> {
       const row = await repository.findByEmail(email);
       // Whether someone else's email exists is not the caller's to learn: 403 either way.
       if (!isPrivileged(principal) && row?.id !== principal.id) throw forbidden();
       if (!row) throw identityEmailNotFound();
-      return toRecord(row);
+      return tagged(toRecord(row));
     },
 
     /** Admins and system tokens list everyone; anyone else lists only themselves. */
@@ -124,20 +150,27 @@ export function createIdentityService(deps: IdentityServiceDeps) {
     /**
      * The identity itself, an admin or a system token change name, email and avatar; only an
      * admin changes roles or activation, and never so that no active admin remains (409).
+     * With a precondition (If-Match), only while the identity still has that tag (412).
      */
-    async update(id: string, input: UpdateIdentityInput, principal: Principal): Promise<IdentityRecord> {
+    async update(id: string, input: UpdateIdentityInput, principal: Principal, precondition?: Precondition): Promise<TaggedIdentity> {
       if (!isOwnerOrAdmin(principal, id)) throw forbidden();
       if ((input.roles !== undefined || input.activated !== undefined) && !isAdmin(principal)) throw privilegedFieldsForbidden();
       try {
-        const row = await repository.update(id, input, (updated) => ({ subject: 'identity.updated', payload: eventOf(updated) }));
+        const row = await repository.update(
+          id,
+          input,
+          (updated) => ({ subject: 'identity.updated', payload: eventOf(updated) }),
+          precondition && ((current) => precondition(tagged(toRecord(current)).etag)),
+        );
         if (!row) throw identityNotFound(id);
         deps.eventsCommitted();
         // Roles and activation are what sso's cached sign-in decisions hold: stale from here, in every replica.
         await Promise.all([forget(id), bumpSignInGeneration(cache, logger)]);
-        return toRecord(row);
+        return tagged(toRecord(row));
       } catch (error) {
         if (error instanceof UniqueViolation) throw emailTaken(input.email ?? '');
         if (error instanceof LastAdminViolation) throw lastActiveAdmin();
+        if (error instanceof PreconditionViolation) throw preconditionFailed();
         throw error;
       }
     },
