@@ -96,8 +96,9 @@ const configShape = z.object({
     .default(10_000),
   /**
    * The nice value (0-19) of libuv's thread pool threads, which hash passwords (argon2id),
-   * compress and sign: above the event loop's 0, CPU-heavy work there takes the cores the loop
-   * leaves instead of stretching request latency. 0 leaves the pool at the loop's priority.
+   * compress, sign and do file I/O: above the event loop's 0, CPU-heavy work there takes the
+   * cores the loop leaves. Off (0) by default: on a machine busy with other processes a high
+   * value starves the pool's file and DNS work too (a service then takes minutes to start).
    * Linux only; ignored elsewhere.
    */
   THREADPOOL_NICE: z.coerce
@@ -105,7 +106,7 @@ const configShape = z.object({
     .int({ error: 'expected a nice value from 0 to 19' })
     .min(0, { error: 'expected a nice value from 0 to 19' })
     .max(19, { error: 'expected a nice value from 0 to 19' })
-    .default(19),
+    .default(0),
   /**
    * Put before every Redis key, so two platforms can share one Redis server (a test run, a
    * staging beside production); every process of one platform must use the same one.
