@@ -80,15 +80,30 @@ export function missingVariables(env: Record<string, string | undefined>): strin
   return REQUIRED_VARIABLES.filter((name) => !env[name]);
 }
 
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
+/** A port taken by a placeholder listener until `release`, just before its process binds it. */
+interface ReservedPort {
+  port: number;
+  release(): Promise<void>;
+}
+
+/**
+ * A free loopback port, held: the processes start one after another over many seconds (the
+ * gateway last), and a port merely found free at the start can be taken by then by anyone
+ * else on the machine (another test's server, which would even answer the readiness probe).
+ */
+const reservePort = () =>
+  new Promise<ReservedPort>((resolve, reject) => {
     const server = createServer();
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => {
       const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+      const port = typeof address === 'object' && address ? address.port : 0;
+      resolve({ port, release: () => new Promise<void>((done) => server.close(() => done())) });
     });
   });
+
+/** A fixed port (PORT given): nothing to hold. */
+const fixedPort = (port: number): ReservedPort => ({ port, release: async () => undefined });
 
 /**
  * Polls the process's readiness probe until it answers 200. A process that exits meanwhile is
@@ -128,19 +143,39 @@ export async function startSplit(options: SplitOptions): Promise<SplitCluster> {
   const host = options.host ?? '127.0.0.1';
   const output = options.output ?? ((name, line) => process.stdout.write(`[${name}] ${line}\n`));
   const portOf = async (service: SplitService | 'gateway', replica: number) =>
-    options.port === 0 ? freePort() : service === 'gateway' ? options.port : replicaPort(options.port, service, replica);
+    options.port === 0 ? reservePort() : fixedPort(service === 'gateway' ? options.port : replicaPort(options.port, service, replica));
 
   const replicas = {} as Record<SplitService, string[]>;
   const plan: { name: string; service: ServiceName; port: number }[] = [];
-  for (const service of SPLIT_SERVICES) {
-    replicas[service] = [];
-    for (let replica = 1; replica <= options.replicas; replica++) {
-      const port = await portOf(service, replica);
-      replicas[service].push(`http://127.0.0.1:${port}`);
-      plan.push({ name: `${service}#${replica}`, service, port });
+  // Held until each process is about to bind its own (released before a failed start's cleanup too).
+  const reserved = new Map<number, ReservedPort>();
+  const releasePort = async (port: number) => {
+    await reserved.get(port)?.release();
+    reserved.delete(port);
+  };
+  const releaseAll = () => Promise.all([...reserved.keys()].map(releasePort));
+  const reserve = async (service: SplitService | 'gateway', replica: number) => {
+    const held = await portOf(service, replica);
+    reserved.set(held.port, held);
+    return held.port;
+  };
+  try {
+    for (const service of SPLIT_SERVICES) {
+      replicas[service] = [];
+      for (let replica = 1; replica <= options.replicas; replica++) {
+        const port = await reserve(service, replica);
+        replicas[service].push(`http://127.0.0.1:${port}`);
+        plan.push({ name: `${service}#${replica}`, service, port });
+      }
     }
+  } catch (error) {
+    await releaseAll();
+    throw error;
   }
-  const gatewayPort = await portOf('gateway', 0);
+  const gatewayPort = await reserve('gateway', 0).catch(async (error: unknown) => {
+    await releaseAll();
+    throw error;
+  });
   options.onPlanned?.(replicas);
   // Every process learns where every service's replicas are: sso calls identity and
   // credentials, verifiers fetch sso's keys, the gateway and health reach them all.
@@ -203,8 +238,9 @@ export async function startSplit(options: SplitOptions): Promise<SplitCluster> {
     );
   };
 
-  const launch = (name: string, service: ServiceName, port: number): Member => {
+  const launch = async (name: string, service: ServiceName, port: number): Promise<Member> => {
     const member = { name, service, url: `http://127.0.0.1:${port}`, lastLines: [] as string[] } as Member;
+    await releasePort(port);
     spawnChild(member, port);
     processes.push(member);
     return member;
@@ -236,11 +272,12 @@ export async function startSplit(options: SplitOptions): Promise<SplitCluster> {
   };
 
   try {
-    const started = plan.map(({ name, service, port }) => launch(name, service, port));
+    const started = await Promise.all(plan.map(({ name, service, port }) => launch(name, service, port)));
     await Promise.all(started.map((member) => waitUntilReady(member, restart)));
-    const gateway = launch('gateway', 'gateway', gatewayPort);
+    const gateway = await launch('gateway', 'gateway', gatewayPort);
     await waitUntilReady(gateway, restart);
   } catch (error) {
+    await releaseAll();
     await stop();
     throw error;
   }
