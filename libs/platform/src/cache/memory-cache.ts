@@ -6,15 +6,33 @@ export interface MemoryCacheOptions {
   maxEntries: number;
 }
 
+/**
+ * An LRU made on its first write. lru-cache allocates its whole index up front (about 28 bytes
+ * an entry): the throttles' 100,000-entry fallbacks held ~11 MB resident in every process
+ * although they are written only while Redis is down, and the embedded default never is.
+ */
+function lazyLru<V extends {}>(max: number) {
+  let lru: LRUCache<string, V> | undefined;
+  return {
+    /** The LRU if anything was ever written; reads and deletes need nothing more. */
+    get existing() {
+      return lru;
+    },
+    get forWrite() {
+      return (lru ??= new LRUCache<string, V>({ max }));
+    },
+  };
+}
+
 /** The in-process cache of the all-in-one default: an LRU with per-entry TTLs. */
 export function createMemoryCache(options: MemoryCacheOptions): Cache {
-  const entries = new LRUCache<string, string>({ max: options.maxEntries });
+  const entries = lazyLru<string>(options.maxEntries);
   /** Rate-limit windows: their count and when they reset, on the wall clock. */
-  const windows = new LRUCache<string, { count: number; resetAt: number }>({ max: options.maxEntries });
+  const windows = lazyLru<{ count: number; resetAt: number }>(options.maxEntries);
   /** Adds one to a counter, keeping the TTL it was created with. */
   const increment = (key: string) => {
-    const value = Number(entries.get(key) ?? 0) + 1;
-    entries.set(key, String(value), { noUpdateTTL: true });
+    const value = Number(entries.existing?.get(key) ?? 0) + 1;
+    entries.forWrite.set(key, String(value), { noUpdateTTL: true });
     return value;
   };
   /** Expiring sets: member -> expiry (epoch ms). Few and small (see Cache.addExpiring). */
@@ -29,20 +47,20 @@ export function createMemoryCache(options: MemoryCacheOptions): Cache {
   };
   return {
     kind: 'memory',
-    get: async (key) => entries.get(key) ?? null,
+    get: async (key) => entries.existing?.get(key) ?? null,
     set: async (key, value, ttlSeconds) => {
-      entries.set(key, value, { ttl: ttlSeconds * 1000 });
+      entries.forWrite.set(key, value, { ttl: ttlSeconds * 1000 });
     },
     delete: async (...keys) => {
-      for (const key of keys) entries.delete(key);
+      for (const key of keys) entries.existing?.delete(key);
     },
     increment: async (key) => increment(key),
     hit: async (key, windowSeconds) => {
       const now = Date.now();
-      const current = windows.get(key);
+      const current = windows.existing?.get(key);
       const window = current && current.resetAt > now ? current : { count: 0, resetAt: now + windowSeconds * 1000 };
       window.count += 1;
-      windows.set(key, window);
+      windows.forWrite.set(key, window);
       return { count: window.count, resetSeconds: Math.max(1, Math.ceil((window.resetAt - now) / 1000)) };
     },
     addExpiring: async (key, member, expiresAt) => {
@@ -55,8 +73,8 @@ export function createMemoryCache(options: MemoryCacheOptions): Cache {
     ping: async () => ({ version: 'memory' }),
     close: async () => {
       sets.clear();
-      entries.clear();
-      windows.clear();
+      entries.existing?.clear();
+      windows.existing?.clear();
     },
   };
 }
