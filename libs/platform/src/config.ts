@@ -4,17 +4,16 @@ import { z } from 'zod';
 import { replicaUrls } from './clients/replicas.js';
 import { parseTrustedProxies } from './http/client-address.js';
 
-const port = z.coerce
-  .number({ error: 'expected a port number from 0 to 65535' })
-  .int({ error: 'expected a port number from 0 to 65535' })
-  .min(0, { error: 'expected a port number from 0 to 65535' })
-  .max(65535, { error: 'expected a port number from 0 to 65535' });
+/** A whole number from `min` (and up to `max`, when given); `what` is the message's object. */
+const wholeNumber = (what: string, min: number, max?: number) => {
+  const error = `expected ${what}`;
+  const atLeast = z.coerce.number({ error }).int({ error }).min(min, { error });
+  return max === undefined ? atLeast : atLeast.max(max, { error });
+};
 
-const positiveInt = (what: string) =>
-  z.coerce
-    .number({ error: `expected ${what}` })
-    .int({ error: `expected ${what}` })
-    .positive({ error: `expected ${what}` });
+const positiveInt = (what: string) => wholeNumber(what, 1);
+
+const port = wholeNumber('a port number from 0 to 65535', 0, 65535);
 
 const urlWithProtocols = (protocols: string[]) =>
   z
@@ -89,10 +88,7 @@ const configShape = z.object({
    * coherent by telling each process which keys changed (client-side caching); a read it
    * holds never leaves the process. 0 turns it off (every read goes to Redis).
    */
-  CACHE_LOCAL_ENTRIES: z.coerce
-    .number({ error: 'expected a whole number of entries, 0 or more' })
-    .int({ error: 'expected a whole number of entries, 0 or more' })
-    .min(0, { error: 'expected a whole number of entries, 0 or more' })
+  CACHE_LOCAL_ENTRIES: wholeNumber('a whole number of entries, 0 or more', 0)
     .default(10_000),
   /**
    * The nice value (0-19) of libuv's thread pool threads, which hash passwords (argon2id),
@@ -101,11 +97,7 @@ const configShape = z.object({
    * value starves the pool's file and DNS work too (a service then takes minutes to start).
    * Linux only; ignored elsewhere.
    */
-  THREADPOOL_NICE: z.coerce
-    .number({ error: 'expected a nice value from 0 to 19' })
-    .int({ error: 'expected a nice value from 0 to 19' })
-    .min(0, { error: 'expected a nice value from 0 to 19' })
-    .max(19, { error: 'expected a nice value from 0 to 19' })
+  THREADPOOL_NICE: wholeNumber('a nice value from 0 to 19', 0, 19)
     .default(0),
   /**
    * Put before every Redis key, so two platforms can share one Redis server (a test run, a
@@ -124,10 +116,7 @@ const configShape = z.object({
     .regex(/^[A-Za-z0-9_-]{1,64}$/, { error: 'expected 1 to 64 letters, digits, _ or -' })
     .default('EVENTS'),
   /** Seconds a cached record or list page lives (DESIGN "Cache": 600); 0 turns the crud cache off. */
-  CACHE_TTL_SECONDS: z.coerce
-    .number({ error: 'expected a whole number of seconds, 0 or more' })
-    .int({ error: 'expected a whole number of seconds, 0 or more' })
-    .min(0, { error: 'expected a whole number of seconds, 0 or more' })
+  CACHE_TTL_SECONDS: wholeNumber('a whole number of seconds, 0 or more', 0)
     .default(600),
   NATS_URL: z
     .string()
@@ -158,11 +147,7 @@ const configShape = z.object({
   JWKS_URL: urlWithProtocols(['http', 'https']).optional(),
 
   /** Accepted clock difference between a token's signer and its verifiers. */
-  JWT_CLOCK_TOLERANCE_SECONDS: z.coerce
-    .number({ error: 'expected a whole number of seconds from 0 to 300' })
-    .int({ error: 'expected a whole number of seconds from 0 to 300' })
-    .min(0, { error: 'expected a whole number of seconds from 0 to 300' })
-    .max(300, { error: 'expected a whole number of seconds from 0 to 300' })
+  JWT_CLOCK_TOLERANCE_SECONDS: wholeNumber('a whole number of seconds from 0 to 300', 0, 300)
     .default(30),
   /**
    * Least time between two JWKS fetches a verifier makes because of an unknown `kid`: bounds
@@ -171,10 +156,7 @@ const configShape = z.object({
    */
   JWKS_COOLDOWN_SECONDS: positiveInt('a whole number of seconds, at least 1').default(30),
   /** Verified tokens each verifier (gateway and services) remembers until their `exp`; 0 verifies every request anew. */
-  VERIFIED_TOKEN_CACHE_MAX: z.coerce
-    .number({ error: 'expected a whole number of entries, 0 or more' })
-    .int({ error: 'expected a whole number of entries, 0 or more' })
-    .min(0, { error: 'expected a whole number of entries, 0 or more' })
+  VERIFIED_TOKEN_CACHE_MAX: wholeNumber('a whole number of entries, 0 or more', 0)
     .default(10_000),
 
   /** Lifetime of an access token sso signs. */
@@ -189,10 +171,7 @@ const configShape = z.object({
   /** How often sso replaces its signing key (a new key, the old one published until its tokens expire). */
   SSO_KEY_ROTATION_INTERVAL_SECONDS: positiveInt('a whole number of seconds, at least 1').default(2_592_000),
   /** How long a new key is published before sso signs with it; must exceed JWKS_COOLDOWN_SECONDS. */
-  SSO_KEY_ACTIVATION_DELAY_SECONDS: z.coerce
-    .number({ error: 'expected a whole number of seconds, 0 or more' })
-    .int({ error: 'expected a whole number of seconds, 0 or more' })
-    .min(0, { error: 'expected a whole number of seconds, 0 or more' })
+  SSO_KEY_ACTIVATION_DELAY_SECONDS: wholeNumber('a whole number of seconds, 0 or more', 0)
     .default(60),
   /**
    * Peers whose `X-Forwarded-For` this process believes: comma-separated IPs, CIDRs or the
