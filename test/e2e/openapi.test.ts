@@ -107,6 +107,8 @@ describe.each(DEPLOYMENTS)('the OpenAPI document ($name)', (deployment) => {
     const where = checks.map((check) => check.where);
     // What the docs UI pre-fills for a new product: the bug was a price over the column's maximum.
     expect(where).toContain('components.schemas.ProductCreate.examples[0]');
+    // What it pre-fills for signing up: no roles (only an admin may set them).
+    expect(where).toContain('components.schemas.IdentityCreate.examples[0]');
     expect(where).toContain('components.headers.Retry-After.example');
     expect(checks.length).toBeGreaterThan(50);
   });
@@ -157,6 +159,8 @@ describe.each(DEPLOYMENTS)('the OpenAPI document ($name)', (deployment) => {
     expect(checked).toContain('admin GET /api/v1/products -> 200');
     expect(checked).toContain('admin POST /api/v1/products -> 201');
     expect(checked).toContain('anonymous GET /api/v1/products -> 401');
+    // The documented sign-up is one anyone may make (it once pre-filled roles: a 403).
+    expect(checked).toContain('anonymous POST /api/v1/identity -> 201');
   }, 60_000);
 
   it('redirects / to the docs, without a token', async () => {

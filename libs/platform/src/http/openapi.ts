@@ -236,6 +236,22 @@ function withPlainSchemaNames(document: OpenApiDocument): OpenApiDocument {
 }
 
 /**
+ * The metadata key for a request schema's examples: zod leaves `examples` out of the input
+ * variant of any schema holding a transform (it takes them for output values), so a request
+ * body that lower-cases an email could not carry one. The finished document calls them `examples`.
+ */
+export const INPUT_EXAMPLES = 'inputExamples';
+
+/** Every schema's `inputExamples` as its `examples`. */
+function withInputExamples<T>(value: T): T {
+  if (Array.isArray(value)) return value.map(withInputExamples) as T;
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(
+    Object.entries(value).map(([key, child]) => [key === INPUT_EXAMPLES ? 'examples' : key, key === INPUT_EXAMPLES ? child : withInputExamples(child)]),
+  ) as T;
+}
+
+/**
  * @fastify/swagger's whole-document transform, after the type provider's: every operation
  * gets its operationId, response descriptions, problem media type and headers; components
  * gain the shared headers, lose what nothing uses, and request schemas keep plain names.
@@ -262,5 +278,5 @@ export function finishDocument(input: Parameters<typeof jsonSchemaTransformObjec
     paths,
     components: { ...document.components, headers: { ...RESPONSE_HEADERS } },
   });
-  return withPlainSchemaNames(finished);
+  return withPlainSchemaNames(withInputExamples(finished));
 }

@@ -1,5 +1,5 @@
 import { internalIdentitySchema } from '@app/contracts';
-import { booleanFilterValue, filterParam, instantFilterValue, listQuerySchema, type FilterCondition } from '@app/platform';
+import { booleanFilterValue, filterParam, INPUT_EXAMPLES, instantFilterValue, listQuerySchema, type FilterCondition } from '@app/platform';
 import { z } from 'zod';
 
 /**
@@ -46,12 +46,21 @@ export type IdentityRecord = z.infer<typeof identitySchema>;
 /** Read answers are arrays of records (DESIGN.md), one element for a read by id. */
 export const identityListSchema = z.array(identitySchema);
 
-export const createIdentityBodySchema = z.strictObject({
-  name: nameSchema,
-  email: emailSchema,
-  avatar: avatarSchema.optional(),
-  roles: rolesSchema.optional().describe('Only an admin may set roles'),
-});
+/**
+ * Whole-body examples, so the docs UI pre-fills what anyone may send: built from the fields'
+ * own examples it would add `roles` (and `activated`), and signing up or editing oneself with
+ * those is a 403 for everyone but an admin.
+ */
+const SIGN_UP_EXAMPLE = { name: 'Ada Lovelace', email: 'ada@example.com' };
+
+export const createIdentityBodySchema = z
+  .strictObject({
+    name: nameSchema,
+    email: emailSchema,
+    avatar: avatarSchema.optional(),
+    roles: rolesSchema.optional().describe('Only an admin may set roles'),
+  })
+  .meta({ id: 'IdentityCreate', [INPUT_EXAMPLES]: [SIGN_UP_EXAMPLE] });
 
 /** The internal create (sso's bootstrap administrator): the public shape, roles required. */
 export const internalCreateIdentityBodySchema = createIdentityBodySchema.extend({ roles: rolesSchema });
@@ -62,7 +71,7 @@ export const updateIdentityBodySchema = z.strictObject({
   avatar: avatarSchema.nullable().optional(),
   roles: rolesSchema.optional().describe('Only an admin may change roles'),
   activated: z.boolean().optional().describe('Only an admin may change this; the last active admin stays active'),
-});
+}).meta({ id: 'IdentityUpdate', [INPUT_EXAMPLES]: [{ name: 'Ada King' }] });
 
 export type CreateIdentityInput = z.infer<typeof createIdentityBodySchema>;
 export type UpdateIdentityInput = z.infer<typeof updateIdentityBodySchema>;
