@@ -163,6 +163,20 @@ describe.each(DEPLOYMENTS)('the OpenAPI document ($name)', (deployment) => {
     expect(checked).toContain('anonymous POST /api/v1/identity -> 201');
   }, 60_000);
 
+  it('documents the OAuth endpoints’ 413 for a body over their limit, in the RFC 6749 shape it has', async () => {
+    const validate = schemaValidator(document);
+    for (const path of ['/api/v1/sso/token', '/api/v1/sso/revoke']) {
+      const response = await fetch(`${running.url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: `grant_type=password&username=${'a'.repeat(20_000)}`,
+      });
+      expect([path, response.status]).toEqual([path, 413]);
+      const documented = document.paths[path].post.responses['413'];
+      expect([path, validate(documented.content['application/json'].schema, await response.json())]).toEqual([path, undefined]);
+    }
+  });
+
   it('redirects / to the docs, without a token', async () => {
     for (const method of ['GET', 'HEAD']) {
       const response = await fetch(`${running.url}/`, { method, redirect: 'manual' });

@@ -4,3 +4,4 @@ export * from './internal.js';
 export * from './jwt.js';
 export * from './registry.js';
 export * from './services.js';
+export * from './oauth.js';

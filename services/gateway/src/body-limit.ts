@@ -1,4 +1,5 @@
 import { Transform, type Readable } from 'node:stream';
+import { OAUTH_BODY_TOO_LARGE, OAUTH_FORM_BODY_LIMIT, OAUTH_FORM_PATHS } from '@app/contracts';
 import { sendProblem, type App } from '@app/platform';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
@@ -7,18 +8,28 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
  * few short parameters: 16 KiB). The edge refuses more itself, so an oversized body never
  * travels to a service that would refuse it halfway through.
  */
-const SMALLER_LIMITS: { path: RegExp; limit: number }[] = [{ path: /^\/api\/v1\/sso\/(token|revoke)\/?$/, limit: 16_384 }];
+const SMALLER_LIMITS: { path: RegExp; limit: number }[] = [{ path: OAUTH_FORM_PATHS, limit: OAUTH_FORM_BODY_LIMIT }];
+
+const pathOf = (url: string) => {
+  const query = url.indexOf('?');
+  return query === -1 ? url : url.slice(0, query);
+};
 
 /** The largest body `url` may carry at the edge. */
 export function bodyLimitFor(url: string, bodyLimit: number): number {
-  const query = url.indexOf('?');
-  const path = query === -1 ? url : url.slice(0, query);
+  const path = pathOf(url);
   return Math.min(bodyLimit, SMALLER_LIMITS.find((route) => route.path.test(path))?.limit ?? bodyLimit);
 }
 
-/** 413 and the connection closed: what follows on it is the rest of a body nobody reads. */
+/**
+ * 413 and the connection closed: what follows on it is the rest of a body nobody reads. The
+ * OAuth endpoints' 413 is theirs (RFC 6749 JSON, never stored), as sso answers it itself.
+ */
 function refuse(request: FastifyRequest, reply: FastifyReply, limit: number): FastifyReply {
   reply.header('connection', 'close');
+  if (OAUTH_FORM_PATHS.test(pathOf(request.url))) {
+    return reply.code(413).header('cache-control', 'no-store').header('pragma', 'no-cache').type('application/json; charset=utf-8').send(OAUTH_BODY_TOO_LARGE);
+  }
   return sendProblem(request, reply, { status: 413, code: 'PLATFORM_BODY_TOO_LARGE', messageKey: 'error.bodyTooLarge', params: { limit } });
 }
 

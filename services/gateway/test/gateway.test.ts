@@ -122,7 +122,9 @@ describe('gateway', () => {
       headers: { 'content-type': 'application/json' },
     });
     expect(response.status).toBe(413);
-    expect(await response.json()).toMatchObject({ code: 'PLATFORM_BODY_TOO_LARGE' });
+    // The token endpoint's own shape (RFC 6749 §5.2), as sso answers it in the all-in-one.
+    expect(response.headers.get('cache-control')).toBe('no-store');
+    expect(await response.json()).toEqual({ error: 'invalid_request', error_description: 'The request body is too large.' });
   });
 
   it('checks the token before the size: an oversized body without a token on a restricted route is 401', async () => {

@@ -94,7 +94,7 @@ describe('gateway: hostile input', () => {
     expect(reply.status).toBe(413);
     expect(reply.closed).toBe(true);
     expect(reply.elapsedMs).toBeLessThan(1_000);
-    expect(rawBody(reply)).toMatchObject({ code: 'PLATFORM_BODY_TOO_LARGE', detail: 'The request body is larger than the 16384 bytes allowed.' });
+    expect(rawBody(reply)).toEqual({ error: 'invalid_request', error_description: 'The request body is too large.' });
     expect(seen).toHaveLength(0);
   });
 

@@ -1,3 +1,4 @@
+import { OAUTH_BODY_TOO_LARGE, OAUTH_FORM_BODY_LIMIT } from '@app/contracts';
 import type { App } from '@app/platform';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { BlockList } from 'node:net';
@@ -12,8 +13,6 @@ export const REVOKE_PATH = '/api/v1/sso/revoke';
 export const INTROSPECT_PATH = '/api/v1/sso/introspect';
 
 const FORM = 'application/x-www-form-urlencoded';
-/** Token and revoke requests are a few short parameters; a larger body (form or JSON) is not one. */
-const FORM_BODY_LIMIT = 16_384;
 
 /** Token responses and errors carry credentials or hints about them: never stored by a cache (RFC 6749 §5.1). */
 const noStore = (reply: FastifyReply) => reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
@@ -29,7 +28,7 @@ function sendOAuthError(reply: FastifyReply, error: OAuthError): FastifyReply {
 function oauthErrorHandler(error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply) {
   if (error instanceof OAuthError) return sendOAuthError(reply, error);
   const status = (error as FastifyError).statusCode ?? 500;
-  if (status === 413) return sendOAuthError(reply, new OAuthError('invalid_request', 'The request body is too large.', 413));
+  if (status === 413) return sendOAuthError(reply, new OAuthError(OAUTH_BODY_TOO_LARGE.error, OAUTH_BODY_TOO_LARGE.error_description, 413));
   if (status >= 400 && status < 500) return sendOAuthError(reply, invalidRequest('The request body must be a form (application/x-www-form-urlencoded) or a JSON object.'));
   request.log.error({ err: error }, 'token request failed');
   return sendOAuthError(reply, new OAuthError('temporarily_unavailable', 'Something went wrong on our side; retry shortly.', 500));
@@ -67,7 +66,7 @@ export interface TokenRoutesOptions {
 }
 
 export async function tokenRoutes(app: App, options: TokenRoutesOptions): Promise<void> {
-  app.addContentTypeParser(FORM, { parseAs: 'string', bodyLimit: FORM_BODY_LIMIT }, (_request, body, done) => {
+  app.addContentTypeParser(FORM, { parseAs: 'string', bodyLimit: OAUTH_FORM_BODY_LIMIT }, (_request, body, done) => {
     const parameters: Record<string, string> = {};
     for (const [name, value] of new URLSearchParams(body as string)) {
       if (Object.hasOwn(parameters, name)) {
@@ -106,7 +105,8 @@ export async function tokenRoutes(app: App, options: TokenRoutesOptions): Promis
   };
 
   const consumes = [FORM, 'application/json'];
-  const errors = { 400: oauthErrorSchema, 401: oauthErrorSchema, 429: oauthErrorSchema, 503: oauthErrorSchema };
+  // 413 and 500 come from oauthErrorHandler: a body over the limit, a fault of ours; both RFC 6749-shaped.
+  const errors = { 400: oauthErrorSchema, 401: oauthErrorSchema, 413: oauthErrorSchema, 429: oauthErrorSchema, 500: oauthErrorSchema, 503: oauthErrorSchema };
   // The throttle's 429 and an unavailable dependency's 503 say when to come back (errors.ts).
   const responseHeaders = { 429: ['Retry-After'], 503: ['Retry-After'] } as const;
 
@@ -114,7 +114,7 @@ export async function tokenRoutes(app: App, options: TokenRoutesOptions): Promis
     TOKEN_PATH,
     {
       config: { auth: 'public' },
-      bodyLimit: FORM_BODY_LIMIT,
+      bodyLimit: OAUTH_FORM_BODY_LIMIT,
       attachValidation: true,
       schema: {
         tags: ['SSO'],
@@ -142,7 +142,7 @@ export async function tokenRoutes(app: App, options: TokenRoutesOptions): Promis
     REVOKE_PATH,
     {
       config: { auth: 'public' },
-      bodyLimit: FORM_BODY_LIMIT,
+      bodyLimit: OAUTH_FORM_BODY_LIMIT,
       attachValidation: true,
       schema: {
         tags: ['SSO'],
@@ -154,7 +154,7 @@ export async function tokenRoutes(app: App, options: TokenRoutesOptions): Promis
           'or already revoked tokens too, as RFC 7009 requires.',
         consumes,
         body: revokeRequestSchema,
-        response: { 200: z.object({}).describe('Empty'), 400: oauthErrorSchema },
+        response: { 200: z.object({}).describe('Empty'), 400: oauthErrorSchema, 413: oauthErrorSchema, 500: oauthErrorSchema },
       },
     },
     async (request, reply) => {
@@ -171,7 +171,7 @@ export async function tokenRoutes(app: App, options: TokenRoutesOptions): Promis
     {
       // The caller authenticates in the handler: an API key has no bearer token to show the edge.
       config: { auth: 'public' },
-      bodyLimit: FORM_BODY_LIMIT,
+      bodyLimit: OAUTH_FORM_BODY_LIMIT,
       attachValidation: true,
       schema: {
         tags: ['SSO'],
