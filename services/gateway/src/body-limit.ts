@@ -1,4 +1,4 @@
-import { Transform, type Readable } from 'node:stream';
+import { pipeline, Transform, type Readable } from 'node:stream';
 import { OAUTH_BODY_TOO_LARGE, OAUTH_FORM_BODY_LIMIT, OAUTH_FORM_PATHS } from '@app/contracts';
 import { sendProblem, type App } from '@app/platform';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -56,6 +56,10 @@ export function registerBodyLimit(app: App, bodyLimit: number): void {
         this.destroy();
       },
     });
-    return (payload as Readable).pipe(counted);
+    // pipeline, not pipe: when the client's body breaks off (a malformed chunk, a reset), the
+    // error reaches the stream the proxy forwards, and the upstream request is aborted. With
+    // pipe it waited for a body that never came and held the service's connection (and its
+    // close) until the service's request timeout.
+    return pipeline(payload as Readable, counted, () => undefined);
   });
 }

@@ -1,5 +1,5 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { buildGateway } from '@app/gateway';
 import type { App } from '@app/platform';
@@ -15,12 +15,13 @@ describe('gateway: hostile input', () => {
   let gateway: App;
   let url: string;
   let host: string;
-  const seen: { method: string; url: string; headers: IncomingHttpHeaders; body: string; complete: boolean }[] = [];
+  const seen: { method: string; url: string; headers: IncomingHttpHeaders; body: string; complete: boolean; closed: boolean }[] = [];
 
   beforeAll(async () => {
     upstream = createServer((req, res) => {
-      const record = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: '', complete: false };
+      const record = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: '', complete: false, closed: false };
       seen.push(record);
+      req.on('close', () => (record.closed = true));
       req.setEncoding('latin1');
       req.on('data', (chunk: string) => (record.body += chunk));
       req.on('end', () => {
@@ -148,5 +149,21 @@ describe('gateway: hostile input', () => {
     const reply = await rawRequest(url, `GET /api/v1/sso/jwks?x=${'a'.repeat(9_000)} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
     expect(reply.status).toBe(414);
     expect(seen).toEqual([]);
+  });
+
+  it('a chunked body that breaks off mid-way: the upstream request is aborted at once, not left waiting for the rest', async () => {
+    const client = connect({ host: '127.0.0.1', port: Number(new URL(url).port) });
+    let answer = '';
+    client.setEncoding('latin1').on('data', (chunk: string) => (answer += chunk));
+    const closed = new Promise<void>((resolve) => client.on('close', () => resolve()));
+    client.write(`POST /api/v1/sso/token HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n`);
+    // The upstream request has begun, its body streaming: now a chunk size that is no number.
+    for (const deadline = Date.now() + 2_000; seen.length === 0 && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(seen).toHaveLength(1);
+    client.write('zz\r\n{}\r\n0\r\n\r\n');
+    await closed;
+    expect(answer).toMatch(/^HTTP\/1\.1 4\d\d /);
+    for (const deadline = Date.now() + 1_000; !seen[0]!.closed && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(seen[0]).toMatchObject({ complete: false, closed: true });
   });
 });
