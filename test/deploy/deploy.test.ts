@@ -351,7 +351,7 @@ describe('deploy/k8s/base', () => {
       expect(pdb.spec.maxUnavailable ?? pdb.spec.minAvailable).toBeDefined();
     });
 
-    it('admits traffic on its port only from the services that call it (whose config reads its URL)', () => {
+    it('admits traffic on its port only from the services that call it (whose config reads its URL), and Prometheus', () => {
       const policy = named(objects, 'NetworkPolicy', service)!;
       const deployment = named(objects, 'Deployment', service)!;
       expect(selects(policy.spec.podSelector.matchLabels, deployment.spec.template.metadata.labels)).toBe(true);
@@ -360,9 +360,15 @@ describe('deploy/k8s/base', () => {
       for (const rule of rules) expect(rule.ports?.map((p) => resolvePort(containerOf(service), p.port))).toEqual([port]);
       // Each peer names one service's pods; what the policy admits is exactly who calls it
       // (a service whose source is not in this checkout yet is taken on trust).
-      const peers = rules.flatMap((rule) => rule.from ?? []);
+      const allPeers = rules.flatMap((rule) => rule.from ?? []);
+      // The one peer from outside the namespace: Prometheus, to scrape /metrics (gateway: open to all anyway).
+      const scrapers = allPeers.filter((peer) => peer.namespaceSelector !== undefined);
+      expect(scrapers).toEqual(
+        service === 'gateway' ? [] : [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } }, podSelector: { matchLabels: { 'app.kubernetes.io/name': 'prometheus' } } }],
+      );
+      const peers = allPeers.filter((peer) => peer.namespaceSelector === undefined);
       const admitted = peers.map((peer) => {
-        expect([peer.namespaceSelector, peer.ipBlock]).toEqual([undefined, undefined]);
+        expect(peer.ipBlock).toBeUndefined();
         const matched = deployments.filter((d) => selects(peer.podSelector?.matchLabels, d.spec.template.metadata.labels));
         expect(matched).toHaveLength(1);
         return matched[0]!.metadata.name;
