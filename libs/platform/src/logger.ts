@@ -151,27 +151,56 @@ export function createLogger(config: LoggerConfig, destination?: DestinationStre
 
 /** Longest a collected line waits in the buffer of bufferedStdout. */
 const FLUSH_INTERVAL_MS = 100;
+/** Characters gathered before one write (JSON lines are ASCII, near enough bytes). */
+const BATCH_CHARS = 4096;
+
+/** Every bufferedStdout's flush, run when the process exits. */
+const exitFlushes = new Set<() => void>();
+let exitHooked = false;
 
 /**
  * stdout for collected JSON, written 4 KB at a time instead of one write(2) per line: a busy
  * service logs a line per request, and on a small VM the system call cost about as much as
  * the rest of the line (split mode: +10-15% requests per second). A quiet process's lines wait
- * at most FLUSH_INTERVAL_MS; pino flushes the buffer when the process exits (process.exit, a
- * crash, a signal's handler), so only a SIGKILL loses the last lines.
+ * at most FLUSH_INTERVAL_MS; they are written when the process exits (process.exit, a crash,
+ * a signal's handler), so only a SIGKILL loses the last lines.
+ *
+ * The batching is ours, not sonic-boom's `minLength`: that appends each line to one growing
+ * string and measures its UTF-8 length again per line, which flattens and copies up to 16 KB
+ * every time (1.7 µs a line, against 0.23 µs gathered in an array and joined once per batch).
  */
 function bufferedStdout(): DestinationStream {
-  const out = pino.destination({ dest: 1, minLength: 4096, sync: false });
-  let pending = false;
-  const timer = setInterval(() => {
-    if (!pending) return;
-    pending = false;
-    out.flush();
-  }, FLUSH_INTERVAL_MS);
+  const out = pino.destination({ dest: 1, sync: false });
+  let lines: string[] = [];
+  let size = 0;
+  const flush = () => {
+    if (lines.length === 0) return;
+    const batch = lines.join('');
+    lines = [];
+    size = 0;
+    out.write(batch);
+  };
+  const timer = setInterval(flush, FLUSH_INTERVAL_MS);
   timer.unref();
+  exitFlushes.add(() => {
+    flush();
+    try {
+      out.flushSync();
+    } catch {
+      // Not open yet, or already closed: nothing more can be written at exit.
+    }
+  });
+  if (!exitHooked) {
+    exitHooked = true;
+    process.on('exit', () => {
+      for (const exitFlush of exitFlushes) exitFlush();
+    });
+  }
   return {
     write: (line: string) => {
-      pending = true;
-      return out.write(line);
+      lines.push(line);
+      size += line.length;
+      if (size >= BATCH_CHARS) flush();
     },
   };
 }
