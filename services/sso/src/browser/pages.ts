@@ -53,19 +53,21 @@ export interface Page {
 }
 
 /**
- * Sends a hosted page: no script may run (`default-src 'none'`), the one style by its hash,
+ * Sends a hosted page: no script may run (`default-src 'none'`), the one style by its hash, an
+ * empty icon (so browsers do not ask for /favicon.ico, which is not public),
  * forms only to us (and the redirect target), never in a frame, never cached, no referrer
  * (the URL holds the authorization request).
  */
 export function sendPage(reply: FastifyReply, context: PageContext, page: Page): FastifyReply {
   const formAction = ["'self'", ...(page.formTargets ?? [])].join(' ');
-  const csp = `default-src 'none'; style-src ${STYLE_HASH}; img-src 'self'; form-action ${formAction}; frame-ancestors 'none'; base-uri 'none'`;
+  const csp = `default-src 'none'; style-src ${STYLE_HASH}; img-src data:; form-action ${formAction}; frame-ancestors 'none'; base-uri 'none'`;
   const html = `<!doctype html>
 <html lang="${context.locale}">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
+<link rel="icon" href="data:,">
 <title>${escapeHtml(page.title)}</title>
 <style>${STYLE}</style>
 </head>
