@@ -3,6 +3,7 @@ import type { BlockList } from 'node:net';
 import { UpstreamError, type CredentialsClient, type IdentityClient } from '@app/contracts';
 import { clientAddress, type Logger } from '@app/platform';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { StoredClient } from '../clients/repository.js';
 import type { ClientService } from '../clients/service.js';
 import type { Revoker } from '../tokens/revocations.js';
 import type { LoginThrottle } from '../tokens/throttle.js';
@@ -89,10 +90,10 @@ export function createBrowserSignIn(options: BrowserSignInOptions): BrowserSignI
     request: FastifyRequest,
     reply: FastifyReply,
     pending: RequestedAuthorization & { id: string },
-    shown: { fresh?: boolean; message?: string; status?: number; username?: string; retryAfter?: number } = {},
+    shown: { fresh?: boolean; message?: string; status?: number; username?: string; retryAfter?: number; client?: StoredClient } = {},
   ): Promise<FastifyReply> => {
     const context = pageContext(request);
-    const client = await clients.find(pending.clientId);
+    const client = shown.client ?? (await clients.find(pending.clientId));
     if (!client) return sendPage(reply, context, errorPage(context, context.t('sso.page.error.unknownClient')));
     const csrf = randomToken();
     if (shown.fresh) await repository.insertRequest({ ...pending, csrfHash: sha256(csrf), expiresAt: secondsFromNow(PENDING_REQUEST_SECONDS) });
@@ -183,7 +184,7 @@ export function createBrowserSignIn(options: BrowserSignInOptions): BrowserSignI
         await repository.insertRequest({ ...pending, csrfHash: null, expiresAt: secondsFromNow(PENDING_REQUEST_SECONDS) });
         return reply.redirect(federationStartPath(upstream.id, pending.id), 303);
       }
-      return showForm(request, reply, pending, { fresh: true, username: verdict.loginHint });
+      return showForm(request, reply, pending, { fresh: true, username: verdict.loginHint, client: verdict.client });
     },
 
     login: async (request, reply) => {
