@@ -243,6 +243,15 @@ describe.each(CASES)('browser sign-in (%s, %s)', (topology, mode) => {
       expect(response.headers.get('cache-control')).toBe('no-store');
     });
 
+    it('shows the form again for max_age=0, and prompt=none then says login_required', async () => {
+      const { browser } = await freshCode();
+      expect((await browser.get(authorizeUrl(publicClient.id, { max_age: '0' }).url)).status).toBe(200);
+      const none = await browser.get(authorizeUrl(publicClient.id, { max_age: '0', prompt: 'none' }).url);
+      expect(new URL(none.headers.get('location')!).searchParams.get('error')).toBe('login_required');
+      const recent = await browser.get(authorizeUrl(publicClient.id, { max_age: '3600', prompt: 'none' }).url);
+      expect(new URL(recent.headers.get('location')!).searchParams.get('code')).toEqual(expect.any(String));
+    });
+
     it('shows the form again for prompt=login despite a live session', async () => {
       const { browser } = await freshCode();
       const response = await browser.get(authorizeUrl(publicClient.id, { prompt: 'login' }).url);

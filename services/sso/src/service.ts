@@ -135,6 +135,8 @@ export function createSsoService(options: SsoOptions = {}): Service {
       await clientRoutes(app, { clients: oauthClients });
       const endSession = createEndSession({ browser, clients: oauthClients, verificationKeys: keys.verificationKeys, issuer: config.JWT_ISSUER });
       await app.register(browserRoutes, { browser, endSession });
+      // Upstream sign-in (Google, GitHub) registers here: `await federationRoutes(app, { federation, browser })`,
+      // its callbacks ending in `browser.completeSignIn` or `browser.renderSignInError`.
 
       const subscriptions = [
         await subscribeToCredentialEvents({ bus, logger, revoker }),

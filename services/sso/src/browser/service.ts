@@ -53,6 +53,8 @@ export interface BrowserSignIn {
   login(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply>;
   completeSignIn(request: FastifyRequest, reply: FastifyReply, signIn: CompletedSignIn): Promise<FastifyReply>;
   renderSignInError(request: FastifyRequest, reply: FastifyReply, error: SignInError): Promise<FastifyReply>;
+  /** A pending authorization request still waiting for its sign-in (an upstream start checks it first). */
+  pendingRequest(requestId: string): Promise<PendingAuthorization | undefined>;
   /** The live browser session of the request's cookie, if any. */
   currentSession(request: FastifyRequest): Promise<BrowserSession | undefined>;
   /** Ends a browser session and every token issued through it (each code's family), everywhere within a second. */
@@ -157,6 +159,7 @@ export function createBrowserSignIn(options: BrowserSignInOptions): BrowserSignI
   return {
     secureCookies: secure,
     currentSession,
+    pendingRequest: (requestId) => repository.pendingRequest(requestId, new Date()),
 
     authorize: async (request, reply) => {
       const context = pageContext(request);
@@ -168,7 +171,9 @@ export function createBrowserSignIn(options: BrowserSignInOptions): BrowserSignI
         return reply.header('cache-control', 'no-store').redirect(redirectWith(redirectUri, { error, error_description: description, state, iss: issuer }), 303);
       }
       const pending = { id: randomUUID(), ...verdict.request };
-      const session = verdict.prompt === 'login' ? undefined : await currentSession(request);
+      const live = verdict.prompt === 'login' ? undefined : await currentSession(request);
+      // A session signed in longer ago than max_age allows counts as none: the user signs in again.
+      const session = live && (verdict.maxAge === undefined || Date.now() - live.authTime.getTime() <= verdict.maxAge * 1000) ? live : undefined;
       if (session) {
         // Signed in already: answer at once, without the form (OpenID Connect Core §3.1.2.3).
         const { code, issued } = newCode(session);
