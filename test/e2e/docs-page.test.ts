@@ -3,28 +3,15 @@
 // product it offers to create is created. Needs a Chromium (Debian's `chromium` package, or
 // CHROMIUM_PATH); without one the suite is skipped and says so.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { readJson } from '@app/testing';
 import { bootstrapAdmin, DEPLOYMENTS, type Running } from '../support/deployments.js';
-import { CHROMIUM, hasChromium, launchChromium, watchPage } from '../support/chromium.js';
+import { watchPage, withChromium } from '../support/chromium.js';
 import { operationsOf, schemaValidator, type OpenApi } from '../support/openapi.js';
 
 const admin = bootstrapAdmin();
 
-if (!hasChromium()) {
-  describe('the docs page in a browser', () => {
-    // Skipped, not failed, only where no browser can be installed (see hasChromium).
-    it.skip(`needs a Chromium executable at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`, () => undefined);
-  });
-} else {
-  let browser: Browser;
-  beforeAll(async () => {
-    browser = await launchChromium();
-  }, 60_000);
-  afterAll(async () => {
-    await browser?.close();
-  });
-
+withChromium('the docs page in a browser', (browser) => {
   describe.each(DEPLOYMENTS.map((deployment, i) => ({ ...deployment, first: i === 0 })))('the docs page ($name)', (deployment) => {
     let running: Running;
     let page: Page;
@@ -32,7 +19,7 @@ if (!hasChromium()) {
 
     beforeAll(async () => {
       running = await deployment.start(admin.env);
-      page = await browser.newPage();
+      page = await browser().newPage();
       problems = await watchPage(page);
     }, 120_000);
     afterAll(async () => {
@@ -87,4 +74,4 @@ if (!hasChromium()) {
       expect(problems).toEqual([]);
     }, 60_000);
   });
-}
+});

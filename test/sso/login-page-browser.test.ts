@@ -9,8 +9,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
-import type { Browser, Page } from 'playwright-core';
-import { CHROMIUM, hasChromium, launchChromium, watchPage } from '../support/chromium.js';
+import type { Page } from 'playwright-core';
+import { watchPage, withChromium } from '../support/chromium.js';
 import { CASES, startSsoPlatform, type SsoPlatform } from './harness.js';
 
 jest.setTimeout(120_000);
@@ -31,20 +31,7 @@ async function startCallback(): Promise<{ url: string; close(): Promise<void> }>
   };
 }
 
-if (!hasChromium()) {
-  describe('the login page in a browser', () => {
-    // Skipped, not failed, only where no browser can be installed (see hasChromium).
-    it.skip(`needs a Chromium executable at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`, () => undefined);
-  });
-} else {
-  let browser: Browser;
-  beforeAll(async () => {
-    browser = await launchChromium();
-  }, 60_000);
-  afterAll(async () => {
-    await browser?.close();
-  });
-
+withChromium('the login page in a browser', (browser) => {
   describe.each(CASES)('the login page in a browser (%s, %s)', (topology, mode) => {
     let env: SsoPlatform;
     let callback: Awaited<ReturnType<typeof startCallback>>;
@@ -62,7 +49,7 @@ if (!hasChromium()) {
       expect((await env.call('POST', '/api/v1/credentials', admin, { identity_id: identityId, provider: 'LOCAL', secret: PASSWORD })).status).toBe(201);
       const registered = await env.call('POST', '/api/v1/sso/clients', admin, { name: 'Browser Test App', type: 'public', redirect_uris: [callback.url] });
       clientId = (registered.body as { id: string }[])[0]!.id;
-      page = await browser.newPage({ locale: 'pt-BR' });
+      page = await browser().newPage({ locale: 'pt-BR' });
       problems = await watchPage(page);
     });
     afterAll(async () => {
@@ -118,4 +105,4 @@ if (!hasChromium()) {
       expect(problems).toEqual(['console error: Failed to load resource: the server responded with a status of 400 (Bad Request)']);
     });
   });
-}
+});

@@ -1,6 +1,7 @@
 // Headless Chromium for the suites that drive a real page (the docs UI, the hosted login page):
 // where the browser is, how it starts, and what a page must not do.
 import { existsSync } from 'node:fs';
+import { afterAll, beforeAll, describe, it } from '@jest/globals';
 import { chromium, type Browser, type Page } from 'playwright-core';
 
 /** Where this machine's browser is, when not Debian's. */
@@ -31,4 +32,25 @@ export async function watchPage(page: Page): Promise<string[]> {
       window.reportViolation(event.effectiveDirective + ' blocked ' + event.blockedURI + ' (' + event.sourceFile + ':' + event.lineNumber + ')'));`,
   });
   return problems;
+}
+
+/**
+ * Declares `suites` with one Chromium for all of them (`browser()` inside a test or hook), or,
+ * where none can be started, one skipped test named `what` that says why.
+ */
+export function withChromium(what: string, suites: (browser: () => Browser) => void): void {
+  if (!hasChromium()) {
+    describe(what, () => {
+      it.skip(`needs a Chromium executable at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`, () => undefined);
+    });
+    return;
+  }
+  let browser: Browser | undefined;
+  beforeAll(async () => {
+    browser = await launchChromium();
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+  });
+  suites(() => browser!);
 }
