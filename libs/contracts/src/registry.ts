@@ -48,6 +48,11 @@ export const PUBLIC_ROUTES: readonly { methods: readonly string[]; path: RegExp 
   // no bearer token to show the edge) or with an admin's bearer token.
   { methods: ['POST'], path: /^\/api\/v1\/sso\/(token|revoke|introspect)\/?$/ },
   { methods: ['GET', 'HEAD'], path: /^\/api\/v1\/sso\/jwks\/?$/ },
+  // Browser sign-in: a browser brings no bearer token. The pages check what they are sent
+  // themselves (the client and redirect URI, the form's anti-forgery value, the ID token hint).
+  { methods: ['GET'], path: /^\/api\/v1\/sso\/authorize\/?$/ },
+  { methods: ['POST'], path: /^\/api\/v1\/sso\/login\/?$/ },
+  { methods: ['GET', 'POST'], path: /^\/api\/v1\/sso\/logout\/?$/ },
   { methods: ['GET', 'HEAD'], path: /^\/\.well-known\/(openid-configuration|oauth-authorization-server)\/?$/ },
 ];
 

@@ -4,11 +4,14 @@ import { sendProblem, type App } from '@app/platform';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
 /**
- * Routes whose service accepts less than BODY_LIMIT (sso's token and revoke endpoints take a
- * few short parameters: 16 KiB). The edge refuses more itself, so an oversized body never
- * travels to a service that would refuse it halfway through.
+ * Routes whose service accepts less than BODY_LIMIT (sso's token and revoke endpoints and its
+ * login and logout forms take a few short parameters: 16 KiB). The edge refuses more itself,
+ * so an oversized body never travels to a service that would refuse it halfway through.
  */
-const SMALLER_LIMITS: { path: RegExp; limit: number }[] = [{ path: OAUTH_FORM_PATHS, limit: OAUTH_FORM_BODY_LIMIT }];
+const SMALLER_LIMITS: { path: RegExp; limit: number }[] = [
+  { path: OAUTH_FORM_PATHS, limit: OAUTH_FORM_BODY_LIMIT },
+  { path: /^\/api\/v1\/sso\/(login|logout)\/?$/, limit: 16_384 },
+];
 
 const pathOf = (url: string) => {
   const query = url.indexOf('?');
