@@ -11,7 +11,7 @@ export interface MemoryCacheOptions {
  * an entry): the throttles' 100,000-entry fallbacks held ~11 MB resident in every process
  * although they are written only while Redis is down, and the embedded default never is.
  */
-function lazyLru<V extends {}>(max: number) {
+function lazyLru<V extends NonNullable<unknown>>(max: number) {
   let lru: LRUCache<string, V> | undefined;
   return {
     /** The LRU if anything was ever written; reads and deletes need nothing more. */
