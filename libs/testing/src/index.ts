@@ -113,8 +113,40 @@ export async function openTestDependencies(
   };
 }
 
-/** A free TCP port on loopback (closed again before it is returned). */
+/**
+ * The first port of the kernel's range for the local ports of outgoing connections (and of
+ * `listen(0)`): every connection a test opens to Postgres, Redis or a service takes one from it.
+ */
+function firstEphemeralPort(): number {
+  try {
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    return Number.isInteger(low) && low > 0 ? low : 32768;
+  } catch {
+    return 32768;
+  }
+}
+
+const canListen = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const server = createNetServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+
+/**
+ * A free TCP port on loopback, for a server that must know its port before it listens (a
+ * peer's URL in its configuration). Taken below the ephemeral range: a port `listen(0)` hands
+ * out is one an outgoing connection may take as its own local port before the server binds
+ * it, and suites failed on EADDRINUSE that way while their database clients connected.
+ */
 export async function freePort(): Promise<number> {
+  const low = 10_000;
+  const high = firstEphemeralPort();
+  for (let attempt = 0; attempt < 100 && high > low + 1_000; attempt++) {
+    const port = low + Math.floor(Math.random() * (high - low));
+    if (await canListen(port)) return port;
+  }
+  // No room below the range (or nothing free there): the kernel's pick, as before.
   const server = createNetServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
