@@ -473,4 +473,53 @@ describe.each(CASES)('browser sign-in (%s, %s)', (topology, mode) => {
     });
     expect(metadata.grant_types_supported).toContain('authorization_code');
   });
+  describe('the password grant with a registered client', () => {
+    const uris = { redirect_uris: [REDIRECT_URI] };
+    const login = (extra: Record<string, string> = {}, headers: Record<string, string> = {}) =>
+      env.token({ grant_type: 'password', username: user.email, password: PASSWORD, ...extra }, headers);
+
+    it('names the client in its tokens (RFC 9068 client_id) with the scope asked, and refreshes only with the client', async () => {
+      const made = await register({ name: 'First-party CLI', type: 'public', grant_types: ['password', 'refresh_token'], scopes: ['email', 'profile'], ...uris });
+      expect(made.status).toBe(201);
+      const id = (made.body as { id: string }[])[0]!.id;
+      const reply = await login({ client_id: id, scope: 'email' });
+      expect(reply.status).toBe(200);
+      expect(claimsOf(String(reply.body.access_token))).toMatchObject({ sub: user.id, client_id: id, scope: 'email' });
+      // Refreshing keeps the client and scope; shown without the client, the sign-in ends.
+      const refreshed = await env.token({ grant_type: 'refresh_token', refresh_token: String(reply.body.refresh_token), client_id: id });
+      expect(refreshed.status).toBe(200);
+      expect(claimsOf(String(refreshed.body.access_token))).toMatchObject({ client_id: id, scope: 'email' });
+      const stolen = await env.token({ grant_type: 'refresh_token', refresh_token: String(refreshed.body.refresh_token) });
+      expect([stolen.status, stolen.body.error]).toEqual([401, 'invalid_client']);
+    });
+
+    it('refuses a client without the password grant, an unknown one, a scope beyond the client\'s and a confidential one without its secret', async () => {
+      // A client that could sign no one in is not registered at all.
+      expect((await register({ name: 'Refresh only', type: 'public', grant_types: ['refresh_token'], ...uris })).status).toBe(400);
+      const browserOnly = await login({ client_id: publicClient.id });
+      expect([browserOnly.status, browserOnly.body.error]).toEqual([400, 'unauthorized_client']);
+      const unknown = await login({ client_id: randomUUID() });
+      expect([unknown.status, unknown.body.error]).toEqual([401, 'invalid_client']);
+      const made = await register({ name: 'Trusted back end', type: 'confidential', grant_types: ['password'], scopes: ['email'], ...uris });
+      const record = (made.body as { id: string; client_secret: string }[])[0]!;
+      const tooMuch = await login({ client_id: record.id, client_secret: record.client_secret, scope: 'email profile' });
+      expect([tooMuch.status, tooMuch.body.error]).toEqual([400, 'invalid_scope']);
+      const noSecret = await login({ client_id: record.id });
+      expect([noSecret.status, noSecret.body.error]).toEqual([401, 'invalid_client']);
+      const wrongSecret = await login({}, { authorization: basic(record.id, 'not-the-secret') });
+      expect([wrongSecret.status, wrongSecret.body.error]).toEqual([401, 'invalid_client']);
+      // With its secret (HTTP Basic): a token naming it, and no refresh token (it may not refresh).
+      const ok = await login({}, { authorization: basic(record.id, record.client_secret) });
+      expect(ok.status).toBe(200);
+      expect(ok.body.refresh_token).toBeUndefined();
+      expect(claimsOf(String(ok.body.access_token)).client_id).toBe(record.id);
+    });
+
+    it('still signs in a password grant that names no client, as before: roles, no client_id', async () => {
+      const reply = await login();
+      expect(reply.status).toBe(200);
+      expect(claimsOf(String(reply.body.access_token)).client_id).toBeUndefined();
+      expect(reply.body.refresh_token).toEqual(expect.any(String));
+    });
+  });
 });

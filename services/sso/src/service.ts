@@ -9,6 +9,7 @@ import type { UpstreamProvider } from './browser/pages.js';
 import { createBrowserSignInRepository } from './browser/repository.js';
 import { browserRoutes } from './browser/routes.js';
 import { createBrowserSignIn } from './browser/service.js';
+import { clientAuthenticator } from './clients/authenticate.js';
 import { createClientRepository } from './clients/repository.js';
 import { clientRoutes } from './clients/routes.js';
 import { createClientService } from './clients/service.js';
@@ -118,6 +119,7 @@ export function createSsoService(options: SsoOptions = {}): Service {
         logger,
         refreshTokenTtlSeconds: config.REFRESH_TOKEN_TTL_SECONDS,
         issuer: config.JWT_ISSUER,
+        registeredClient: clientAuthenticator(oauthClients),
         authorizationCode: createAuthorizationCodeGrant({
           clients: oauthClients,
           repository: browserRepository,

@@ -2,11 +2,11 @@ import { createHash, randomUUID } from 'node:crypto';
 import { UpstreamError, type IdentityClient } from '@app/contracts';
 import type { Logger } from '@app/platform';
 import { z } from 'zod';
-import type { StoredClient } from '../clients/repository.js';
+import { clientAuthenticator } from '../clients/authenticate.js';
 import type { ClientService } from '../clients/service.js';
-import { invalidClient, invalidRequest, OAuthError, upstreamUnavailable } from '../tokens/errors.js';
+import { invalidRequest, OAuthError, upstreamUnavailable } from '../tokens/errors.js';
 import type { Revoker } from '../tokens/revocations.js';
-import type { AuthorizationCodeGrant, GrantContext } from '../tokens/service.js';
+import type { AuthorizationCodeGrant } from '../tokens/service.js';
 import type { TokenSigner } from '../tokens/signer.js';
 import { sha256 } from './cookies.js';
 import type { BrowserSignInRepository } from './repository.js';
@@ -46,23 +46,7 @@ export interface CodeGrantOptions {
 export function createAuthorizationCodeGrant(options: CodeGrantOptions): AuthorizationCodeGrant {
   const { clients, repository, identities, signer, revoker, logger } = options;
 
-  /** RFC 6749 §2.3.1 and §3.2.1: HTTP Basic or the body, never both; a public client sends its id only. */
-  const authenticate = async (parameters: { client_id?: unknown; client_secret?: unknown }, context: GrantContext): Promise<StoredClient> => {
-    const { client_id: bodyId, client_secret: bodySecret } = parameters;
-    if ((bodyId !== undefined && typeof bodyId !== 'string') || (bodySecret !== undefined && typeof bodySecret !== 'string')) {
-      throw invalidRequest('Missing or invalid parameter: client_id, client_secret.');
-    }
-    if (context.basic && (bodySecret !== undefined || (bodyId !== undefined && bodyId !== context.basic.clientId))) {
-      throw invalidRequest('Authenticate the client with HTTP Basic or with client_id and client_secret in the body, not both.');
-    }
-    const clientId = context.basic?.clientId ?? bodyId;
-    const secret = context.basic?.clientSecret ?? bodySecret;
-    if (!clientId) throw invalidClient();
-    const client = await clients.find(clientId);
-    if (!client) throw invalidClient();
-    if (client.type === 'confidential' ? !secret || !clients.secretMatches(client, secret) : secret) throw invalidClient();
-    return client;
-  };
+  const authenticate = clientAuthenticator(clients);
 
   return {
     isClient: async (clientId, body, context) => {

@@ -4,8 +4,12 @@ import { z } from 'zod';
 export const CLIENT_TYPES = ['public', 'confidential'] as const;
 export type ClientType = (typeof CLIENT_TYPES)[number];
 
-/** The grants a registered client may use: browser sign-in and refreshing what it gave. */
-export const CLIENT_GRANT_TYPES = ['authorization_code', 'refresh_token'] as const;
+/**
+ * The grants a registered client may use: browser sign-in, refreshing what it gave, and the
+ * password grant for a first-party app an admin trusts with its users' passwords (RFC 9700
+ * §2.4 says not to; it is never a default, only granted by name).
+ */
+export const CLIENT_GRANT_TYPES = ['authorization_code', 'refresh_token', 'password'] as const;
 export type ClientGrantType = (typeof CLIENT_GRANT_TYPES)[number];
 
 /**
@@ -56,8 +60,9 @@ const clientFields = {
   grant_types: z
     .array(z.enum(CLIENT_GRANT_TYPES))
     .min(1)
-    .refine((grants) => grants.includes('authorization_code'), issueKey('sso.client.codeGrant'))
-    .describe('authorization_code, and refresh_token to keep signed in (with the offline_access scope)'),
+    // refresh_token alone signs no one in.
+    .refine((grants) => grants.includes('authorization_code') || grants.includes('password'), issueKey('sso.client.codeGrant'))
+    .describe('authorization_code (or password, for a first-party app only), and refresh_token to keep signed in (with the offline_access scope)'),
   scopes: z.array(z.enum(SCOPES)).min(1).describe('The scopes the client may ask for'),
 };
 

@@ -8,6 +8,7 @@ export type OAuthErrorCode =
   | 'invalid_grant'
   | 'unauthorized_client'
   | 'unsupported_grant_type'
+  | 'invalid_scope'
   | 'unsupported_token_type'
   | 'slow_down'
   | 'temporarily_unavailable';

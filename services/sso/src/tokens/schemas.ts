@@ -17,7 +17,10 @@ export const tokenRequestSchema = z
     password: z.string().optional().describe('password grant'),
     refresh_token: z.string().optional().describe('refresh_token grant'),
     ...clientAuthenticationFields,
-    scope: z.string().optional().describe('accepted and ignored: tokens carry roles, not scopes'),
+    scope: z
+      .string()
+      .optional()
+      .describe('password grant with a registered client: the scopes asked for, among the client\'s (the token\'s `scope`); otherwise ignored, tokens carry roles'),
   })
   .meta({ id: 'TokenRequest', examples: [{ grant_type: 'password', username: 'admin@localhost', password: 'the password printed at first start' }] });
 
@@ -62,7 +65,7 @@ export const introspectionResponseSchema = z
     exp: z.number().int().optional(),
     jti: z.string().optional(),
     sid: z.string().optional().describe('The sign-in the token belongs to'),
-    client_id: z.string().optional().describe('The API key credential an access token was granted to'),
+    client_id: z.string().optional().describe('The API key credential or the registered client an access token was granted to'),
     roles: z.array(z.string()).optional(),
   })
   .meta({ id: 'Introspection', description: 'RFC 7662 §2.2; an inactive token is `{ "active": false }` only' });
@@ -70,7 +73,15 @@ export const introspectionResponseSchema = z
 const field = (max: number) => z.string().min(1).max(max);
 
 /** The validated form of each grant; anything else is `invalid_request` or `unsupported_grant_type`. */
-export const passwordGrantSchema = z.object({ grant_type: z.literal('password'), username: field(320), password: field(1024) });
+export const passwordGrantSchema = z.object({
+  grant_type: z.literal('password'),
+  username: field(320),
+  password: field(1024),
+  // A registered client naming itself (RFC 6749 §4.3.2): its tokens then say so (`client_id`).
+  client_id: field(512).optional(),
+  client_secret: field(512).optional(),
+  scope: z.string().max(1024).optional(),
+});
 export const refreshGrantSchema = z.object({ grant_type: z.literal('refresh_token'), refresh_token: field(512) });
 export const clientCredentialsGrantSchema = z.object({
   grant_type: z.literal('client_credentials'),

@@ -133,6 +133,15 @@ export interface TokenServiceOptions {
   issuer: string;
   /** Redeems the hosted login page's codes; without it the grant is unsupported. */
   authorizationCode?: AuthorizationCodeGrant;
+  /** Authenticates a registered client that names itself on a password grant; without it none can. */
+  registeredClient?: (parameters: { client_id?: unknown; client_secret?: unknown }, context: GrantContext) => Promise<RegisteredClient>;
+}
+
+/** What the password grant needs to know of a registered client. */
+export interface RegisteredClient {
+  id: string;
+  grantTypes: readonly string[];
+  scopes: readonly string[];
 }
 
 /** The one way a request's parameters become a grant: the wrong shape is `invalid_request`. */
@@ -183,12 +192,29 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
     return { access_token: access.token, token_type: 'Bearer', expires_in: access.expiresIn, ...(refreshToken !== undefined && { refresh_token: refreshToken }) };
   };
 
+  /**
+   * The registered client a password grant names (RFC 6749 §4.3.2), when it names one: it must
+   * authenticate as it would for its other grants and hold the password grant, and the scope
+   * it asks for must be among its own. Its tokens say `client_id` (RFC 9068 §2.2) and `scope`.
+   */
+  const passwordClient = async (grant: PasswordGrant, context: GrantContext) => {
+    if (grant.client_id === undefined && !context.basic) return undefined;
+    if (!options.registeredClient) throw invalidClient();
+    const client = await options.registeredClient(grant, context);
+    if (!client.grantTypes.includes('password')) throw new OAuthError('unauthorized_client', 'This client may not use the password grant.');
+    const asked = [...new Set((grant.scope ?? '').split(' ').filter(Boolean))];
+    const refused = asked.filter((scope) => !client.scopes.includes(scope));
+    if (refused.length > 0) throw new OAuthError('invalid_scope', `This client may not ask for: ${refused.join(', ')}.`);
+    return { client, scope: asked.length > 0 ? asked.join(' ') : undefined };
+  };
+
   const passwordGrant = async (grant: PasswordGrant, context: GrantContext) => {
     const retryAfter = await throttle.blocked(context.clientAddress, grant.username);
     if (retryAfter !== undefined) {
       tokenMetrics.throttled('password');
       throw tooManyAttempts(retryAfter);
     }
+    const named = await passwordClient(grant, context);
     // identity is read once; for an unknown email, credentials verifies a dummy hash against
     // an id nobody has: the same answer in the same time.
     const identity = await upstreamCall(() => identities.lookup({ email: grant.username }));
@@ -203,7 +229,15 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
       throw invalidCredentials();
     }
     await throttle.recordSuccess(context.clientAddress, grant.username);
-    return issue({ identityId: identity.id, roles: identity.roles, familyId: randomUUID(), credentialId: verdict.credentialId ?? null, refresh: true });
+    return issue({
+      identityId: identity.id,
+      roles: identity.roles,
+      familyId: randomUUID(),
+      credentialId: verdict.credentialId ?? null,
+      ...(named && { clientId: named.client.id, scope: named.scope }),
+      // A registered client gets a refresh token only where it may use one.
+      refresh: named ? named.client.grantTypes.includes('refresh_token') : true,
+    });
   };
 
   const refreshGrant = async (grant: RefreshGrant, body: Record<string, unknown>, context: GrantContext) => {
