@@ -4,6 +4,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import * as client from 'openid-client';
+import { FIRST_PARTY_CLIENT_ID } from '@app/sso';
 import { eventually } from '@app/testing';
 import { CASES, claimsOf, startSsoPlatform, type SsoPlatform } from './harness.js';
 import { Browser, ISSUER, POST_LOGOUT_URI, REDIRECT_URI, hiddenField } from './browser-support.js';
@@ -515,11 +516,19 @@ describe.each(CASES)('browser sign-in (%s, %s)', (topology, mode) => {
       expect(claimsOf(String(ok.body.access_token)).client_id).toBe(record.id);
     });
 
-    it('still signs in a password grant that names no client, as before: roles, no client_id', async () => {
+    it('attributes a password grant that names no client to the platform\'s first-party client, refreshable without naming it; deleting that client turns such grants off', async () => {
       const reply = await login();
       expect(reply.status).toBe(200);
-      expect(claimsOf(String(reply.body.access_token)).client_id).toBeUndefined();
-      expect(reply.body.refresh_token).toEqual(expect.any(String));
+      expect(claimsOf(String(reply.body.access_token)).client_id).toBe(FIRST_PARTY_CLIENT_ID);
+      const refreshed = await env.token({ grant_type: 'refresh_token', refresh_token: String(reply.body.refresh_token) });
+      expect(refreshed.status).toBe(200);
+      expect(claimsOf(String(refreshed.body.access_token)).client_id).toBe(FIRST_PARTY_CLIENT_ID);
+      // It is a client like the others: listed, and an admin's to narrow or delete (last: the rest of this file signs in by password).
+      expect((await env.call('GET', `${CLIENTS}/${FIRST_PARTY_CLIENT_ID}`, admin)).body).toMatchObject([{ type: 'public', grant_types: ['password', 'refresh_token'], redirect_uris: [] }]);
+      expect((await env.call('DELETE', `${CLIENTS}/${FIRST_PARTY_CLIENT_ID}`, admin)).status).toBe(204);
+      const off = await login();
+      expect([off.status, off.body.error]).toEqual([401, 'invalid_client']);
+      expect(String(off.body.error_description)).toContain('client_id');
     });
   });
 });

@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { generateKeyPair, SignJWT } from 'jose';
 import * as client from 'openid-client';
+import { FIRST_PARTY_CLIENT_ID } from '@app/sso';
 import { eventually, freePort } from '@app/testing';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, CASES, claimsOf, startSsoPlatform, type SsoPlatform } from './harness.js';
 
@@ -145,6 +146,12 @@ describe.each(CASES)('OAuth 2 metadata, introspection and key rotation at the ed
         client_id: user.credentialId,
         roles: [],
       });
+    });
+
+    it('names a client in a password sign-in\'s token too: the platform\'s first-party one when the request names none', async () => {
+      const reply = await env.token({ grant_type: 'password', username: ADMIN_EMAIL, password: ADMIN_PASSWORD });
+      expect(reply.status).toBe(200);
+      expect(claimsOf(String(reply.body.access_token))).toMatchObject({ client_id: FIRST_PARTY_CLIENT_ID, jti: expect.any(String) });
     });
   });
 

@@ -5,3 +5,4 @@ export { USERINFO_PATH } from './userinfo/routes.js';
 export { TOKEN_PATH, REVOKE_PATH, INTROSPECT_PATH } from './tokens/routes.js';
 export { DEV_ADMIN_EMAIL } from './bootstrap/admin.js';
 export { configuredKeyService } from './keys/configured.js';
+export { FIRST_PARTY_CLIENT_ID } from './clients/first-party.js';

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { testModes } from '@app/testing';
+import { FIRST_PARTY_CLIENT_ID } from '../src/clients/first-party.js';
 import { PASSWORD, startSso, verifyIndependently, type SsoUnderTest } from './support.js';
 
 // Suites start real servers; jest's projects mode ignores the preset's testTimeout.
@@ -38,6 +39,8 @@ describe.each(testModes())('token endpoint (%s)', (mode) => {
         exp: (claims.iat as number) + 900,
         jti: expect.any(String),
         sid: expect.stringMatching(/^[0-9a-f-]{36}$/),
+        // RFC 9068: the client it was issued to, the first-party one when the request names none.
+        client_id: FIRST_PARTY_CLIENT_ID,
         roles: [],
       });
     });

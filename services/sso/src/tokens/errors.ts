@@ -35,8 +35,8 @@ export const invalidCredentials = () => new OAuthError('invalid_grant', 'The use
 export const invalidRefreshToken = () => new OAuthError('invalid_grant', 'The refresh token is invalid, expired, revoked or already used.');
 
 /** RFC 6749 §5.2: 401, and a challenge for the scheme the client may authenticate with. */
-export const invalidClient = () =>
-  new OAuthError('invalid_client', 'Client authentication failed.', 401, { 'www-authenticate': 'Basic realm="api-platform", charset="UTF-8"' });
+export const invalidClient = (description = 'Client authentication failed.') =>
+  new OAuthError('invalid_client', description, 401, { 'www-authenticate': 'Basic realm="api-platform", charset="UTF-8"' });
 
 export const invalidRequest = (description: string) => new OAuthError('invalid_request', description);
 

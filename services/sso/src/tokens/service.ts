@@ -10,6 +10,7 @@ import {
   tooManyAttempts,
   upstreamUnavailable,
 } from './errors.js';
+import { FIRST_PARTY_CLIENT_ID } from '../clients/first-party.js';
 import type { RefreshTokenRepository } from './repository.js';
 import type { Revoker } from './revocations.js';
 import {
@@ -198,9 +199,15 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
    * it asks for must be among its own. Its tokens say `client_id` (RFC 9068 §2.2) and `scope`.
    */
   const passwordClient = async (grant: PasswordGrant, context: GrantContext) => {
-    if (grant.client_id === undefined && !context.basic) return undefined;
-    if (!options.registeredClient) throw invalidClient();
-    const client = await options.registeredClient(grant, context);
+    if (!options.registeredClient) return undefined;
+    // Naming no client is signing in with the platform's own (first-party.ts).
+    const named = grant.client_id !== undefined || context.basic !== undefined;
+    const client = await options.registeredClient(named ? grant : { client_id: FIRST_PARTY_CLIENT_ID }, context).catch((error: unknown) => {
+      if (!named && error instanceof OAuthError && error.error === 'invalid_client') {
+        throw invalidClient('The password grant needs a registered client here: send client_id (and its secret when it has one).');
+      }
+      throw error;
+    });
     if (!client.grantTypes.includes('password')) throw new OAuthError('unauthorized_client', 'This client may not use the password grant.');
     const asked = [...new Set((grant.scope ?? '').split(' ').filter(Boolean))];
     const refused = asked.filter((scope) => !client.scopes.includes(scope));
@@ -256,7 +263,8 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
       }
       throw invalidRefreshToken();
     }
-    if (claimed.clientId && !(await options.authorizationCode?.isClient(claimed.clientId, body, context))) {
+    // The first-party client was never named by its users: their refreshes need not name it either.
+    if (claimed.clientId && claimed.clientId !== FIRST_PARTY_CLIENT_ID && !(await options.authorizationCode?.isClient(claimed.clientId, body, context))) {
       // A registered client's token shown without that client's proof: whoever holds it stole
       // it (the client itself always authenticates), so its sign-in ends here.
       await revoker.endSessions({ familyId: claimed.familyId }, [claimed.familyId]);
