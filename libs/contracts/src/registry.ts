@@ -48,6 +48,8 @@ export const PUBLIC_ROUTES: readonly { methods: readonly string[]; path: RegExp 
   // no bearer token to show the edge) or with an admin's bearer token.
   { methods: ['POST'], path: /^\/api\/v1\/sso\/(token|revoke|introspect)\/?$/ },
   { methods: ['GET', 'HEAD'], path: /^\/api\/v1\/sso\/jwks\/?$/ },
+  // Sign-in through Google or GitHub: a browser with no token yet goes there and comes back.
+  { methods: ['GET', 'HEAD'], path: /^\/api\/v1\/sso\/federation\/[a-z]+\/(start|callback)\/?$/ },
   { methods: ['GET', 'HEAD'], path: /^\/\.well-known\/(openid-configuration|oauth-authorization-server)\/?$/ },
 ];
 
