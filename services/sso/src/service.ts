@@ -4,6 +4,9 @@ import { startAdminBootstrap, DEV_ADMIN_EMAIL } from './bootstrap/admin.js';
 import { subscribeToCredentialEvents } from './events/credential-events.js';
 import { subscribeToIdentityEvents } from './events/identity-events.js';
 import { discoveryRoutes } from './discovery/routes.js';
+import { createFederation } from './federation/federation.js';
+import { interimBrowserSignIn } from './federation/interim-browser.js';
+import { federationRoutes } from './federation/routes.js';
 import { PrismaClient } from './generated/prisma/client.js';
 import { configuredKeyService } from './keys/configured.js';
 import { keyRoutes } from './keys/routes.js';
@@ -43,6 +46,14 @@ export function createSsoService(options: SsoOptions = {}): Service {
       'BOOTSTRAP_ADMIN_PASSWORD',
       'IDENTITY_URL',
       'CREDENTIALS_URL',
+      'GOOGLE_CLIENT_ID',
+      'GOOGLE_CLIENT_SECRET',
+      'GOOGLE_ISSUER',
+      'GITHUB_CLIENT_ID',
+      'GITHUB_CLIENT_SECRET',
+      'GITHUB_AUTHORIZE_URL',
+      'GITHUB_TOKEN_URL',
+      'GITHUB_API_URL',
     ],
     migrations: SSO_MIGRATIONS,
     // Revocation events go out through the outbox: none is lost once its revocation committed.
@@ -89,6 +100,9 @@ export function createSsoService(options: SsoOptions = {}): Service {
       await discoveryRoutes(app, { issuer: config.JWT_ISSUER });
       await app.register(tokenRoutes, { tokens, verifier, trustedProxies: parseTrustedProxies(config.TRUST_PROXY) });
       await userinfoRoutes(app);
+      // Sign-in through Google and GitHub, for the configured ones.
+      const federation = createFederation({ config, cache, identities: clients.identity, credentials: clients.credentials, logger });
+      await federationRoutes(app, { federation, browser: interimBrowserSignIn, logger });
 
       const subscriptions = [
         await subscribeToCredentialEvents({ bus, logger, revoker }),
