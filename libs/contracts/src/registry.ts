@@ -49,7 +49,7 @@ export const PUBLIC_ROUTES: readonly { methods: readonly string[]; path: RegExp 
   { methods: ['POST'], path: /^\/api\/v1\/sso\/(token|revoke|introspect)\/?$/ },
   { methods: ['GET', 'HEAD'], path: /^\/api\/v1\/sso\/jwks\/?$/ },
   // Sign-in through Google or GitHub: a browser with no token yet goes there and comes back.
-  { methods: ['GET', 'HEAD'], path: /^\/api\/v1\/sso\/federation\/[a-z]+\/(start|callback)\/?$/ },
+  { methods: ['GET', 'HEAD'], path: /^\/api\/v1\/sso\/federation\/[^/]+\/(start|callback)\/?$/ },
   { methods: ['GET', 'HEAD'], path: /^\/\.well-known\/(openid-configuration|oauth-authorization-server)\/?$/ },
 ];
 
