@@ -18,6 +18,24 @@ export const FEDERATION_CALLBACK_PATH = federationPath(':provider', 'callback');
 const STATE_COOKIE = 'sso_federation_state';
 const COOKIE_PATH = '/api/v1/sso/federation/';
 
+/** An HTML page of the browser sign-in, as the docs describe it. */
+const htmlPage = (description: string) => ({ description, content: { 'text/html': { schema: z.string() } } });
+
+const ERROR_PAGES = {
+  400: htmlPage('Error page: the request or the state is missing, unknown, expired, used, or from another browser'),
+  403: htmlPage('Error page: declined at the provider, no verified email, or a deactivated account'),
+  404: htmlPage('Error page: no such provider is configured'),
+  409: htmlPage('Error page: an account has this email already; it is not linked (sign in with the password)'),
+  502: htmlPage('Error page: the provider failed, timed out, or answered something that did not check out'),
+  503: htmlPage('Error page: sign-in is temporarily unavailable'),
+};
+
+/** When to try again after a 503: identity, credentials or the cache were not answering. */
+const RETRY_AFTER_SECONDS = 5;
+
+/** The 503 page says when to retry (documented per route, since it is no problem document). */
+const responseHeaders = { 503: ['Retry-After'] } as const;
+
 const providerParamsSchema = z.object({ provider: z.string().max(64).describe('`google` or `github`, when configured') });
 
 export interface FederationRoutesOptions {
@@ -60,10 +78,13 @@ export async function federationRoutes(app: App, options: FederationRoutesOption
     log[failure.failure === 'unavailable' ? 'error' : 'warn']({ provider: provider.slice(0, 32), failure: failure.failure, detail: failure.detail }, 'upstream sign-in failed');
     const locale = negotiateLocale(request.headers['accept-language']);
     const message = translate(locale, FAILURE_MESSAGE[failure.failure], { provider: federation.labelOf(provider), ...failure.params });
+    const status = FAILURE_STATUS[failure.failure];
+    // Our own dependencies are down: the person (or a script) may retry shortly.
+    if (status === 503) reply.header('retry-after', String(RETRY_AFTER_SECONDS));
     return browser.renderSignInError(request, reply, {
       ...(failure.requestId ? { requestId: failure.requestId } : {}),
       message,
-      status: FAILURE_STATUS[failure.failure],
+      status,
     });
   };
 
@@ -82,6 +103,8 @@ export async function federationRoutes(app: App, options: FederationRoutesOption
         params: providerParamsSchema,
         // Read from the raw query: a malformed one gets the HTML error page, not a JSON problem.
         querystring: z.object({ request: z.union([z.string(), z.array(z.string())]).optional().describe('The pending authorization request') }),
+        response: { 302: z.null().describe("To the provider's authorization endpoint"), ...ERROR_PAGES },
+        responseHeaders,
       },
     },
     async (request, reply) => {
@@ -111,6 +134,13 @@ export async function federationRoutes(app: App, options: FederationRoutesOption
         params: providerParamsSchema,
         // Everything the provider sends is read from the raw query (code, state, error, iss, ...).
         querystring: z.object({}).catchall(z.unknown()),
+        response: {
+          200: htmlPage('A page of the browser sign-in'),
+          302: z.null().describe('On to the next step of the pending authorization request'),
+          303: z.null().describe('On to the next step of the pending authorization request'),
+          ...ERROR_PAGES,
+        },
+        responseHeaders,
       },
     },
     async (request, reply) => {
