@@ -1,5 +1,8 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { generateKeyPair, SignJWT } from 'jose';
 import { createMemoryCache } from '@app/platform';
@@ -287,5 +290,17 @@ describe('upstream state store', () => {
     const [first, second] = await Promise.all([store.take(pending.state), store.take(pending.state)]);
     expect([first, second].filter(Boolean)).toEqual([pending]);
     expect(await store.take(pending.state)).toBeUndefined();
+  });
+});
+
+describe('sso configured with half a provider', () => {
+  it('refuses to start (exit 78), naming the missing variable and never echoing the secret', () => {
+    const main = fileURLToPath(new URL('../../services/sso/dist/main.js', import.meta.url));
+    if (!existsSync(main)) throw new Error('build first (npm run build): missing services/sso/dist/main.js');
+    const secret = 'a-google-client-secret-value';
+    const run = spawnSync(process.execPath, [main], { env: { PATH: process.env.PATH, GOOGLE_CLIENT_SECRET: secret, LOG_LEVEL: 'silent' }, encoding: 'utf8', timeout: 20_000 });
+    expect(run.status).toBe(78);
+    expect(run.stderr + run.stdout).toContain('GOOGLE_CLIENT_ID: expected GOOGLE_CLIENT_ID and GOOGLE_CLIENT_SECRET together');
+    expect(run.stderr + run.stdout).not.toContain(secret);
   });
 });
