@@ -133,7 +133,7 @@ describe.each(cases)('sso through the gateway, with the real identity and creden
       token_endpoint: 'http://localhost:3000/api/v1/sso/token',
       revocation_endpoint: 'http://localhost:3000/api/v1/sso/revoke',
       introspection_endpoint: 'http://localhost:3000/api/v1/sso/introspect',
-      grant_types_supported: ['password', 'refresh_token', 'client_credentials'],
+      grant_types_supported: ['authorization_code', 'password', 'refresh_token', 'client_credentials'],
     });
     const metadata = await fetch(`${env.gateway}/.well-known/oauth-authorization-server`);
     expect(metadata.status).toBe(200);

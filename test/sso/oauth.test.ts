@@ -89,13 +89,16 @@ describe.each(CASES)('OAuth 2 metadata, introspection and key rotation at the ed
       expect(metadata.jwks_uri).toBe(`${ISSUER}/api/v1/sso/jwks`);
       expect(metadata.revocation_endpoint).toBe(`${ISSUER}/api/v1/sso/revoke`);
       expect(metadata.introspection_endpoint).toBe(`${ISSUER}/api/v1/sso/introspect`);
-      expect(metadata.grant_types_supported).toEqual(['password', 'refresh_token', 'client_credentials']);
-      expect(metadata.token_endpoint_auth_methods_supported).toEqual(['client_secret_basic', 'client_secret_post']);
+      expect(metadata.authorization_endpoint).toBe(`${ISSUER}/api/v1/sso/authorize`);
+      expect(metadata.end_session_endpoint).toBe(`${ISSUER}/api/v1/sso/logout`);
+      expect(metadata.grant_types_supported).toEqual(['authorization_code', 'password', 'refresh_token', 'client_credentials']);
+      // `none`: public clients of the browser sign-in; API keys use one of the other two.
+      expect(metadata.token_endpoint_auth_methods_supported).toEqual(['client_secret_basic', 'client_secret_post', 'none']);
       expect(metadata.introspection_endpoint_auth_methods_supported).toEqual(['client_secret_basic', 'client_secret_post']);
-      // Nothing that does not work today: no authorization endpoint, response type, ID token or scope.
-      for (const absent of ['authorization_endpoint', 'response_types_supported', 'id_token_signing_alg_values_supported', 'scopes_supported']) {
-        expect(metadata).not.toHaveProperty(absent);
-      }
+      // Only what works: the code flow in the query, PKCE S256, ES256 ID tokens.
+      expect(metadata.response_types_supported).toEqual(['code']);
+      expect(metadata.code_challenge_methods_supported).toEqual(['S256']);
+      expect(metadata.id_token_signing_alg_values_supported).toEqual(['ES256']);
     });
 
     it('serves both documents alike at the edge without a token, and refuses to be written to', async () => {

@@ -69,6 +69,8 @@ export const internalIdentitySchema = z.object({
   id: z.uuid(),
   name: z.string(),
   email: z.string(),
+  /** Its picture's URL (userinfo's `picture`); optional, so a peer of an older release still parses. */
+  avatar: z.string().nullable().optional(),
   roles: z.array(z.string()),
   activated: z.boolean(),
 });

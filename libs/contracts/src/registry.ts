@@ -50,6 +50,11 @@ export const PUBLIC_ROUTES: readonly { methods: readonly string[]; path: RegExp 
   { methods: ['GET', 'HEAD'], path: /^\/api\/v1\/sso\/jwks\/?$/ },
   // Sign-in through Google or GitHub: a browser with no token yet goes there and comes back.
   { methods: ['GET', 'HEAD'], path: /^\/api\/v1\/sso\/federation\/[^/]+\/(start|callback)\/?$/ },
+  // Browser sign-in: a browser brings no bearer token. The pages check what they are sent
+  // themselves (the client and redirect URI, the form's anti-forgery value, the ID token hint).
+  { methods: ['GET', 'HEAD'], path: /^\/api\/v1\/sso\/authorize\/?$/ },
+  { methods: ['POST'], path: /^\/api\/v1\/sso\/login\/?$/ },
+  { methods: ['GET', 'HEAD', 'POST'], path: /^\/api\/v1\/sso\/logout\/?$/ },
   { methods: ['GET', 'HEAD'], path: /^\/\.well-known\/(openid-configuration|oauth-authorization-server)\/?$/ },
 ];
 

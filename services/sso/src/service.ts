@@ -3,9 +3,16 @@ import { createPrismaClient, defineService, parseTrustedProxies, type Service } 
 import { startAdminBootstrap, DEV_ADMIN_EMAIL } from './bootstrap/admin.js';
 import { subscribeToCredentialEvents } from './events/credential-events.js';
 import { subscribeToIdentityEvents } from './events/identity-events.js';
+import { createAuthorizationCodeGrant } from './browser/code-grant.js';
+import { createEndSession } from './browser/logout.js';
+import { createBrowserSignInRepository } from './browser/repository.js';
+import { browserRoutes } from './browser/routes.js';
+import { createBrowserSignIn } from './browser/service.js';
+import { createClientRepository } from './clients/repository.js';
+import { clientRoutes } from './clients/routes.js';
+import { createClientService } from './clients/service.js';
 import { discoveryRoutes } from './discovery/routes.js';
 import { createFederation } from './federation/federation.js';
-import { interimBrowserSignIn } from './federation/interim-browser.js';
 import { federationRoutes } from './federation/routes.js';
 import { PrismaClient } from './generated/prisma/client.js';
 import { configuredKeyService } from './keys/configured.js';
@@ -24,6 +31,8 @@ export const SSO_MIGRATIONS = fileURLToPath(new URL('../prisma/migrations', impo
 
 /** Longest pause between two checks whether the signing key is due for rotation. */
 const ROTATION_CHECK_MAX_MS = 3_600_000;
+/** How often finished authorization requests and browser sessions are swept out. */
+const PURGE_INTERVAL_MS = 3_600_000;
 
 export interface SsoOptions {
   /** Where a generated development admin password is shown (default: the console, once). */
@@ -34,8 +43,13 @@ export interface SsoOptions {
 export function createSsoService(options: SsoOptions = {}): Service {
   return defineService({
     name: 'sso',
-    description: 'Signing keys, JWKS and the OAuth 2 token endpoint',
-    tags: [{ name: 'SSO', description: 'OAuth 2 token, revocation and introspection endpoints, signing keys (JWKS), metadata and userinfo' }],
+    description: 'Signing keys, JWKS, the OAuth 2 token endpoint and OpenID Connect browser sign-in',
+    tags: [
+      {
+        name: 'SSO',
+        description: 'OAuth 2 token, revocation and introspection endpoints, registered clients, signing keys (JWKS), metadata and userinfo',
+      },
+    ],
     config: [
       'ACCESS_TOKEN_TTL_SECONDS',
       'REFRESH_TOKEN_TTL_SECONDS',
@@ -83,6 +97,24 @@ export function createSsoService(options: SsoOptions = {}): Service {
       // API key verdicts and identities by id, from memory while provably unchanged (see grant-cache.ts).
       const grantCache = await createGrantCache({ credentials: clients.credentials, identities: clients.identity, cache, bus, logger });
       app.addHook('onClose', () => grantCache.stop());
+      const throttle = createLoginThrottle(cache, logger);
+      const trustedProxies = parseTrustedProxies(config.TRUST_PROXY);
+      const oauthClients = createClientService(createClientRepository(prisma));
+      const browserRepository = createBrowserSignInRepository(prisma);
+      // Sign-in through Google and GitHub, for the configured ones: the login page offers each.
+      const federation = createFederation({ config, cache, identities: clients.identity, credentials: clients.credentials, logger });
+      const browser = createBrowserSignIn({
+        clients: oauthClients,
+        repository: browserRepository,
+        identities: grantCache.identities,
+        credentials: clients.credentials,
+        throttle,
+        revoker,
+        issuer: config.JWT_ISSUER,
+        trustedProxies,
+        logger,
+        upstream: federation.providers,
+      });
       const tokens = createTokenService({
         repository,
         revoker,
@@ -90,19 +122,29 @@ export function createSsoService(options: SsoOptions = {}): Service {
         signer,
         identities: grantCache.identities,
         credentials: grantCache.credentials,
-        throttle: createLoginThrottle(cache, logger),
+        throttle,
         logger,
         refreshTokenTtlSeconds: config.REFRESH_TOKEN_TTL_SECONDS,
         issuer: config.JWT_ISSUER,
+        authorizationCode: createAuthorizationCodeGrant({
+          clients: oauthClients,
+          repository: browserRepository,
+          identities: grantCache.identities,
+          signer,
+          revoker,
+          logger,
+        }),
       });
 
       await keyRoutes(app, { keys });
       await discoveryRoutes(app, { issuer: config.JWT_ISSUER });
-      await app.register(tokenRoutes, { tokens, verifier, trustedProxies: parseTrustedProxies(config.TRUST_PROXY) });
-      await userinfoRoutes(app);
-      // Sign-in through Google and GitHub, for the configured ones.
-      const federation = createFederation({ config, cache, identities: clients.identity, credentials: clients.credentials, logger });
-      await federationRoutes(app, { federation, browser: interimBrowserSignIn, logger });
+      await app.register(tokenRoutes, { tokens, verifier, trustedProxies });
+      await userinfoRoutes(app, { identities: grantCache.identities });
+      await clientRoutes(app, { clients: oauthClients });
+      const endSession = createEndSession({ browser, clients: oauthClients, verificationKeys: keys.verificationKeys, issuer: config.JWT_ISSUER });
+      await app.register(browserRoutes, { browser, endSession });
+      // Upstream sign-in hands over to the browser sign-in once it knows who signed in.
+      await federationRoutes(app, { federation, browser, logger });
 
       const subscriptions = [
         await subscribeToCredentialEvents({ bus, logger, revoker }),
@@ -114,6 +156,12 @@ export function createSsoService(options: SsoOptions = {}): Service {
         keys.rotateIfDue().catch((error: unknown) => logger.error({ err: error }, 'scheduled key rotation failed'));
       }, rotationCheckMs);
       rotation.unref();
+      // A used code is kept as long as the tokens it bought may be refreshed: its reuse still revokes them.
+      const purge = setInterval(() => {
+        const before = new Date(Date.now() - config.REFRESH_TOKEN_TTL_SECONDS * 1000);
+        browserRepository.purge(before).catch((error: unknown) => logger.warn({ err: error }, 'purging finished authorization requests failed'));
+      }, PURGE_INTERVAL_MS);
+      purge.unref();
 
       const adminEmail = config.BOOTSTRAP_ADMIN_EMAIL ?? (config.ALL_IN_ONE ? DEV_ADMIN_EMAIL : undefined);
       let bootstrap: ReturnType<typeof startAdminBootstrap> | undefined;
@@ -133,6 +181,7 @@ export function createSsoService(options: SsoOptions = {}): Service {
       }
       app.addHook('onClose', async () => {
         clearInterval(rotation);
+        clearInterval(purge);
         bootstrap?.stop();
         await Promise.all(subscriptions.map((subscription) => subscription.unsubscribe()));
       });

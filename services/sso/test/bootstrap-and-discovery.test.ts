@@ -95,20 +95,29 @@ describe('refusing to promote a squatter', () => {
 describe('discovery', () => {
   const metadata = {
     issuer: 'http://localhost:3000',
-    jwks_uri: 'http://localhost:3000/api/v1/sso/jwks',
+    authorization_endpoint: 'http://localhost:3000/api/v1/sso/authorize',
     token_endpoint: 'http://localhost:3000/api/v1/sso/token',
+    userinfo_endpoint: 'http://localhost:3000/api/v1/sso/userinfo',
+    end_session_endpoint: 'http://localhost:3000/api/v1/sso/logout',
+    jwks_uri: 'http://localhost:3000/api/v1/sso/jwks',
     revocation_endpoint: 'http://localhost:3000/api/v1/sso/revoke',
     introspection_endpoint: 'http://localhost:3000/api/v1/sso/introspect',
-    userinfo_endpoint: 'http://localhost:3000/api/v1/sso/userinfo',
-    grant_types_supported: ['password', 'refresh_token', 'client_credentials'],
-    token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+    response_types_supported: ['code'],
+    response_modes_supported: ['query'],
+    grant_types_supported: ['authorization_code', 'password', 'refresh_token', 'client_credentials'],
+    code_challenge_methods_supported: ['S256'],
+    scopes_supported: ['openid', 'email', 'profile', 'offline_access'],
+    claims_supported: ['sub', 'email', 'name', 'picture'],
+    id_token_signing_alg_values_supported: ['ES256'],
+    token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
     revocation_endpoint_auth_methods_supported: ['none'],
     introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
     subject_types_supported: ['public'],
+    authorization_response_iss_parameter_supported: true,
   };
 
   it.each(['/.well-known/oauth-authorization-server', '/.well-known/openid-configuration'])(
-    'serves at %s only what works today: no response type, ID token algorithm or scope it cannot honour',
+    'serves at %s only what works: the code flow with PKCE S256, ES256 ID tokens, the scopes userinfo honours',
     async (path) => {
       const sso = await startSso('embedded');
       try {
@@ -127,7 +136,7 @@ describe('discovery', () => {
     try {
       const body = (await (await fetch(`${sso.url}/.well-known/oauth-authorization-server`)).json()) as Record<string, unknown>;
       expect(body.issuer).toBe('https://sso.example.test');
-      for (const name of ['jwks_uri', 'token_endpoint', 'revocation_endpoint', 'introspection_endpoint', 'userinfo_endpoint']) {
+      for (const name of ['authorization_endpoint', 'jwks_uri', 'token_endpoint', 'revocation_endpoint', 'introspection_endpoint', 'userinfo_endpoint', 'end_session_endpoint']) {
         expect(String(body[name])).toMatch(/^https:\/\/sso\.example\.test\/api\/v1\/sso\/[a-z]+$/);
       }
     } finally {
@@ -185,6 +194,8 @@ describe.each(testModes())('schema.prisma and the migrations (%s)', (mode) => {
       familyId: randomUUID(),
       identityId: randomUUID(),
       credentialId: randomUUID(),
+      clientId: randomUUID(),
+      scope: 'openid offline_access',
       createdAt: now,
       expiresAt: now,
       usedAt: now,
@@ -192,6 +203,47 @@ describe.each(testModes())('schema.prisma and the migrations (%s)', (mode) => {
     };
     await prisma.refreshToken.create({ data: token });
     expect(await prisma.refreshToken.findUniqueOrThrow({ where: { id: token.id } })).toEqual(token);
+    const client = {
+      id: randomUUID(),
+      name: 'An app',
+      type: 'confidential',
+      secretHash: 's'.repeat(64),
+      redirectUris: ['https://app.example.com/cb'],
+      postLogoutRedirectUris: [],
+      grantTypes: ['authorization_code'],
+      scopes: ['openid'],
+      createdAt: now,
+      updatedAt: now,
+    };
+    await prisma.oAuthClient.create({ data: client });
+    expect(await prisma.oAuthClient.findUniqueOrThrow({ where: { id: client.id } })).toEqual(client);
+    // The table refuses what the service never writes: a confidential client without a secret.
+    await expect(prisma.oAuthClient.create({ data: { ...client, id: randomUUID(), secretHash: null } })).rejects.toThrow();
+    const session = { id: randomUUID(), tokenHash: 'c'.repeat(64), identityId: randomUUID(), credentialId: null, authTime: now, expiresAt: now, endedAt: now };
+    await prisma.browserSession.create({ data: session });
+    expect(await prisma.browserSession.findUniqueOrThrow({ where: { id: session.id } })).toEqual(session);
+    const request = {
+      id: randomUUID(),
+      clientId: client.id,
+      redirectUri: 'https://app.example.com/cb',
+      scope: 'openid',
+      state: 'st',
+      nonce: 'no',
+      codeChallenge: 'x'.repeat(43),
+      csrfHash: null,
+      createdAt: now,
+      expiresAt: now,
+      codeHash: 'd'.repeat(64),
+      codeExpiresAt: now,
+      codeUsedAt: now,
+      sessionId: session.id,
+      identityId: session.identityId,
+      credentialId: null,
+      authTime: now,
+      familyId: randomUUID(),
+    };
+    await prisma.authorizationRequest.create({ data: request });
+    expect(await prisma.authorizationRequest.findUniqueOrThrow({ where: { id: request.id } })).toEqual(request);
   });
 
   it('creates the outbox its revocation events will go through', async () => {

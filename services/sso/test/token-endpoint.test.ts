@@ -112,11 +112,11 @@ describe.each(testModes())('token endpoint (%s)', (mode) => {
     });
 
     it('answers an unknown grant type with unsupported_grant_type', async () => {
-      const response = await sso.token({ grant_type: 'authorization_code', code: 'x' });
+      const response = await sso.token({ grant_type: 'implicit', code: 'x' });
       expect(response.status).toBe(400);
       expect(response.body).toEqual({
         error: 'unsupported_grant_type',
-        error_description: 'grant_type must be one of: password, refresh_token, client_credentials.',
+        error_description: 'grant_type must be one of: authorization_code, password, refresh_token, client_credentials.',
       });
     });
 

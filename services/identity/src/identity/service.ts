@@ -178,7 +178,7 @@ export function createIdentityService(deps: IdentityServiceDeps) {
     /** For other services (system tokens): the identity by email or id, or null. */
     async lookup(by: { email: string } | { id: string }): Promise<InternalIdentity | null> {
       const row = 'email' in by ? await repository.findByEmail(by.email.toLowerCase()) : await repository.findById(by.id);
-      return row ? { id: row.id, name: row.name, email: row.email, roles: row.roles, activated: row.activated } : null;
+      return row ? { id: row.id, name: row.name, email: row.email, avatar: row.avatar ?? null, roles: row.roles, activated: row.activated } : null;
     },
   };
 }

@@ -4,7 +4,9 @@ import { JWKS_PATH } from '../keys/routes.js';
 import { SIGNING_ALGORITHM } from '../keys/service.js';
 import { GRANT_TYPES } from '../tokens/service.js';
 import { INTROSPECT_PATH, REVOKE_PATH, TOKEN_PATH } from '../tokens/routes.js';
-import { USERINFO_PATH } from '../userinfo/routes.js';
+import { USERINFO_CLAIMS, USERINFO_PATH } from '../userinfo/routes.js';
+import { AUTHORIZE_PATH, END_SESSION_PATH } from '../browser/paths.js';
+import { SCOPES } from '../clients/schemas.js';
 
 /** RFC 8414 §3: where OAuth 2 clients find the authorization server's metadata. */
 export const OAUTH_METADATA_PATH = '/.well-known/oauth-authorization-server';
@@ -17,52 +19,65 @@ export const CLIENT_AUTH_METHODS = ['client_secret_basic', 'client_secret_post']
 const metadataSchema = z
   .object({
     issuer: z.string(),
-    jwks_uri: z.string(),
+    authorization_endpoint: z.string(),
     token_endpoint: z.string(),
+    userinfo_endpoint: z.string(),
+    end_session_endpoint: z.string(),
+    jwks_uri: z.string(),
     revocation_endpoint: z.string(),
     introspection_endpoint: z.string(),
-    userinfo_endpoint: z.string(),
+    response_types_supported: z.array(z.string()),
+    response_modes_supported: z.array(z.string()),
     grant_types_supported: z.array(z.string()),
+    code_challenge_methods_supported: z.array(z.string()),
+    scopes_supported: z.array(z.string()),
+    claims_supported: z.array(z.string()),
+    id_token_signing_alg_values_supported: z.array(z.string()),
     token_endpoint_auth_methods_supported: z.array(z.string()),
     revocation_endpoint_auth_methods_supported: z.array(z.string()),
     introspection_endpoint_auth_methods_supported: z.array(z.string()),
     subject_types_supported: z.array(z.string()),
+    authorization_response_iss_parameter_supported: z.boolean(),
   })
   .meta({ id: 'AuthorizationServerMetadata' });
 
 /**
- * The platform's metadata: only what works today. Both well-known documents serve it alike.
+ * The platform's metadata (RFC 8414, OpenID Connect Discovery 1.0 §3): only what works. Both
+ * well-known documents serve it alike.
  *
- * What is left out, and why: there is no authorization endpoint yet (no grant here uses one),
- * so no `authorization_endpoint`, no `response_types_supported` and no
- * `code_challenge_methods_supported`; RFC 8414 §2 requires `authorization_endpoint` only when a
- * grant uses it, and erratum 7793 reads `response_types_supported` the same way, since §3.2 says a
- * member with zero elements MUST be omitted and this server has no response type to name. There
- * is no ID token, so no `id_token_signing_alg_values_supported`; no client authenticates with a
- * signed JWT, so no `token_endpoint_auth_signing_alg_values_supported`; tokens carry roles, not
- * scopes, so no `scopes_supported` (zero elements). OpenID Connect Discovery §3 makes
- * `response_types_supported`, `authorization_endpoint` and the ID token algorithms REQUIRED of an
- * OpenID Provider; this server is not one yet, and any value would promise a flow that answers
- * an error. The document at the OpenID path is served anyway because relying parties (openid-client
- * among them) look there first, and everything it says is true. `subject_types_supported` is true
- * as it stands (`sub` is the identity id, the same for every client).
+ * The authorization endpoint answers `code` only, in the query (no implicit or hybrid flow,
+ * no form_post), with PKCE S256 required. Registered clients authenticate with their secret
+ * (HTTP Basic or the body) or, public ones, not at all (`none`); API keys use the same two
+ * secret methods. No client authenticates with a signed JWT, so no
+ * `token_endpoint_auth_signing_alg_values_supported`; ID tokens are signed, never encrypted.
+ * `subject_types_supported` is `public`: `sub` is the identity id, the same for every client.
  */
 export function authorizationServerMetadata(issuer: string) {
   const endpoint = (path: string) => new URL(path, issuer).toString();
   return {
     issuer,
-    jwks_uri: endpoint(JWKS_PATH),
+    authorization_endpoint: endpoint(AUTHORIZE_PATH),
     token_endpoint: endpoint(TOKEN_PATH),
+    userinfo_endpoint: endpoint(USERINFO_PATH),
+    end_session_endpoint: endpoint(END_SESSION_PATH),
+    jwks_uri: endpoint(JWKS_PATH),
     revocation_endpoint: endpoint(REVOKE_PATH),
     introspection_endpoint: endpoint(INTROSPECT_PATH),
-    userinfo_endpoint: endpoint(USERINFO_PATH),
+    response_types_supported: ['code'],
+    response_modes_supported: ['query'],
     grant_types_supported: [...GRANT_TYPES],
-    token_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS,
+    code_challenge_methods_supported: ['S256'],
+    scopes_supported: [...SCOPES],
+    claims_supported: USERINFO_CLAIMS,
+    id_token_signing_alg_values_supported: [SIGNING_ALGORITHM],
+    token_endpoint_auth_methods_supported: [...CLIENT_AUTH_METHODS, 'none'],
     // Revocation needs no client: a token is its own proof (RFC 7009 §2.1 allows public clients).
     revocation_endpoint_auth_methods_supported: ['none'],
     // An admin's bearer token is accepted too; RFC 8414 has no method name for it.
     introspection_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS,
     subject_types_supported: ['public'],
+    // RFC 9207: every authorization response names the issuer in `iss`.
+    authorization_response_iss_parameter_supported: true,
   };
 }
 
@@ -84,7 +99,7 @@ export async function discoveryRoutes(app: App, options: { issuer: string }): Pr
           tags: ['SSO'],
           operationId,
           summary,
-          description: `Only what works today: ${SIGNING_ALGORITHM} access tokens from the token endpoint; no authorization endpoint and no ID token yet.`,
+          description: `Only what works: the authorization code flow with PKCE S256 from the hosted login page, ${SIGNING_ALGORITHM} access and ID tokens, userinfo and RP-initiated logout.`,
           response: { 200: metadataSchema },
         },
       },

@@ -17,9 +17,6 @@ export const FAILURE_MESSAGE: Record<FederationFailure, string> = {
 /** What the error page tells the person: what happened and what to do next. */
 defineMessages({
   en: {
-    'sso.federation.errorTitle': 'Sign-in failed',
-    'sso.federation.signedInTitle': 'Signed in',
-    'sso.federation.signedIn': 'You are signed in. Go back to the application.',
     'sso.federation.unknownProvider': 'This sign-in option is not available.',
     'sso.federation.invalidRequest': 'This sign-in link is incomplete. Go back to the application and sign in again.',
     'sso.federation.invalidState':
@@ -34,9 +31,6 @@ defineMessages({
     'sso.federation.unavailable': 'Sign-in is temporarily unavailable. Try again in a moment.',
   },
   'pt-BR': {
-    'sso.federation.errorTitle': 'Falha no login',
-    'sso.federation.signedInTitle': 'Login concluído',
-    'sso.federation.signedIn': 'Você entrou. Volte ao aplicativo.',
     'sso.federation.unknownProvider': 'Esta opção de login não está disponível.',
     'sso.federation.invalidRequest': 'Este link de login está incompleto. Volte ao aplicativo e entre novamente.',
     'sso.federation.invalidState':
@@ -51,9 +45,6 @@ defineMessages({
     'sso.federation.unavailable': 'O login está temporariamente indisponível. Tente novamente em instantes.',
   },
   es: {
-    'sso.federation.errorTitle': 'No se pudo iniciar sesión',
-    'sso.federation.signedInTitle': 'Sesión iniciada',
-    'sso.federation.signedIn': 'Ha iniciado sesión. Vuelva a la aplicación.',
     'sso.federation.unknownProvider': 'Esta opción de inicio de sesión no está disponible.',
     'sso.federation.invalidRequest': 'Este enlace de inicio de sesión está incompleto. Vuelva a la aplicación e inicie sesión de nuevo.',
     'sso.federation.invalidState':
@@ -68,9 +59,6 @@ defineMessages({
     'sso.federation.unavailable': 'El inicio de sesión no está disponible por el momento. Inténtelo de nuevo en un momento.',
   },
   fr: {
-    'sso.federation.errorTitle': 'Échec de la connexion',
-    'sso.federation.signedInTitle': 'Connecté',
-    'sso.federation.signedIn': "Vous êtes connecté. Revenez à l'application.",
     'sso.federation.unknownProvider': "Cette option de connexion n'est pas disponible.",
     'sso.federation.invalidRequest': "Ce lien de connexion est incomplet. Revenez à l'application et connectez-vous à nouveau.",
     'sso.federation.invalidState':
@@ -85,9 +73,6 @@ defineMessages({
     'sso.federation.unavailable': 'La connexion est momentanément indisponible. Réessayez dans un instant.',
   },
   de: {
-    'sso.federation.errorTitle': 'Anmeldung fehlgeschlagen',
-    'sso.federation.signedInTitle': 'Angemeldet',
-    'sso.federation.signedIn': 'Sie sind angemeldet. Kehren Sie zur Anwendung zurück.',
     'sso.federation.unknownProvider': 'Diese Anmeldeoption ist nicht verfügbar.',
     'sso.federation.invalidRequest': 'Dieser Anmeldelink ist unvollständig. Kehren Sie zur Anwendung zurück und melden Sie sich erneut an.',
     'sso.federation.invalidState':

@@ -6,6 +6,7 @@ export type OAuthErrorCode =
   | 'invalid_request'
   | 'invalid_client'
   | 'invalid_grant'
+  | 'unauthorized_client'
   | 'unsupported_grant_type'
   | 'unsupported_token_type'
   | 'slow_down'

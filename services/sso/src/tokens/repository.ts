@@ -9,6 +9,9 @@ export interface ClaimedRefreshToken {
   familyId: string;
   identityId: string;
   credentialId: string | null;
+  /** The registered client and scope of a browser sign-in's token; null otherwise. */
+  clientId: string | null;
+  scope: string | null;
 }
 
 export interface LiveRefreshToken {
@@ -27,7 +30,7 @@ export type RevokedSessions =
   | { credentialId: string };
 
 export interface RefreshTokenRepository {
-  insert(token: { id: string; tokenHash: string; familyId: string; identityId: string; credentialId: string | null; expiresAt: Date }): Promise<void>;
+  insert(token: { id: string; tokenHash: string; familyId: string; identityId: string; credentialId: string | null; clientId?: string; scope?: string; expiresAt: Date }): Promise<void>;
   /**
    * A refresh in one statement: marks a live token used and, only when that claim won, inserts
    * its successor (same family, identity and credential), then returns the claimed token. Of
@@ -66,21 +69,23 @@ export function createRefreshTokenRepository(prisma: PrismaClient): RefreshToken
       await prisma.refreshToken.create({ data: token });
     },
     rotate: async (tokenHash, now, next) => {
-      const rows = await prisma.$queryRaw<{ id: string; family_id: string; identity_id: string; credential_id: string | null }[]>`
+      const rows = await prisma.$queryRaw<{ id: string; family_id: string; identity_id: string; credential_id: string | null; client_id: string | null; scope: string | null }[]>`
         WITH "claimed" AS (
           UPDATE "sso"."refresh_token" AS "token" SET "used_at" = ${now}
           WHERE "token_hash" = ${tokenHash} AND "used_at" IS NULL AND "revoked_at" IS NULL AND "expires_at" > ${now}
             AND NOT EXISTS (
               SELECT 1 FROM "sso"."refresh_token" AS "sibling"
               WHERE "sibling"."family_id" = "token"."family_id" AND "sibling"."revoked_at" IS NOT NULL)
-          RETURNING "id", "family_id", "identity_id", "credential_id"
+          RETURNING "id", "family_id", "identity_id", "credential_id", "client_id", "scope"
         ), "issued" AS (
-          INSERT INTO "sso"."refresh_token" ("id", "token_hash", "family_id", "identity_id", "credential_id", "created_at", "expires_at")
-          SELECT ${next.id}::uuid, ${next.tokenHash}, "family_id", "identity_id", "credential_id", ${now}, ${next.expiresAt} FROM "claimed"
+          INSERT INTO "sso"."refresh_token" ("id", "token_hash", "family_id", "identity_id", "credential_id", "client_id", "scope", "created_at", "expires_at")
+          SELECT ${next.id}::uuid, ${next.tokenHash}, "family_id", "identity_id", "credential_id", "client_id", "scope", ${now}, ${next.expiresAt} FROM "claimed"
         )
-        SELECT "id", "family_id", "identity_id", "credential_id" FROM "claimed"`;
+        SELECT "id", "family_id", "identity_id", "credential_id", "client_id", "scope" FROM "claimed"`;
       const row = rows[0];
-      return row ? { id: row.id, familyId: row.family_id, identityId: row.identity_id, credentialId: row.credential_id } : undefined;
+      return row
+        ? { id: row.id, familyId: row.family_id, identityId: row.identity_id, credentialId: row.credential_id, clientId: row.client_id, scope: row.scope }
+        : undefined;
     },
     spentFamily: async (tokenHash) =>
       (await prisma.refreshToken.findFirst({ where: { tokenHash, usedAt: { not: null } }, select: { familyId: true } }))?.familyId,

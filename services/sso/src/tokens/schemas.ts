@@ -2,14 +2,17 @@ import { z } from 'zod';
 
 /** An API key client's authentication in the body (client_secret_post), at the token and introspection endpoints alike. */
 const clientAuthenticationFields = {
-  client_id: z.string().optional().describe('With an API key: optional, its credential id or its identity id'),
-  client_secret: z.string().optional().describe('An API key (or send it with HTTP Basic, never both)'),
+  client_id: z.string().optional().describe('With an API key: optional, its credential id or its identity id; a registered client: its id'),
+  client_secret: z.string().optional().describe('An API key, or a confidential client\'s secret (or send it with HTTP Basic, never both)'),
 };
 
 /** RFC 6749 §4.3.2 / §6 / §4.4.2 parameters, as a form or a JSON object. Described for the docs; parsed by `parseGrant`. */
 export const tokenRequestSchema = z
   .object({
-    grant_type: z.string().describe('password, refresh_token or client_credentials'),
+    grant_type: z.string().describe('authorization_code, password, refresh_token or client_credentials'),
+    code: z.string().optional().describe('authorization_code grant: the code the authorization endpoint gave'),
+    redirect_uri: z.string().optional().describe('authorization_code grant: the redirect_uri the code was requested with'),
+    code_verifier: z.string().optional().describe('authorization_code grant: the PKCE verifier (RFC 7636)'),
     username: z.string().optional().describe('password grant: the email of the identity'),
     password: z.string().optional().describe('password grant'),
     refresh_token: z.string().optional().describe('refresh_token grant'),
@@ -23,7 +26,9 @@ export const tokenResponseSchema = z
     access_token: z.string(),
     token_type: z.literal('Bearer'),
     expires_in: z.number().int().describe('Seconds until the access token expires'),
-    refresh_token: z.string().optional().describe('Single use; the password and refresh_token grants return one'),
+    refresh_token: z.string().optional().describe('Single use; the password and refresh_token grants return one, authorization_code with the offline_access scope'),
+    scope: z.string().optional().describe('authorization_code: the scope granted'),
+    id_token: z.string().optional().describe('authorization_code with the openid scope: the OpenID Connect ID token (ES256)'),
   })
   .meta({ id: 'TokenResponse' });
 
@@ -82,4 +87,7 @@ export interface TokenResponse {
   token_type: 'Bearer';
   expires_in: number;
   refresh_token?: string;
+  /** authorization_code: the scope granted, and the ID token when it includes `openid`. */
+  scope?: string;
+  id_token?: string;
 }

@@ -25,7 +25,7 @@ import type { TokenSigner } from './signer.js';
 import type { LoginThrottle } from './throttle.js';
 import { tokenMetrics } from './metrics.js';
 
-export const GRANT_TYPES = ['password', 'refresh_token', 'client_credentials'] as const;
+export const GRANT_TYPES = ['authorization_code', 'password', 'refresh_token', 'client_credentials'] as const;
 
 /** The nil UUID: no identity has it, so a password check against it always fails (in full time). */
 const NO_IDENTITY = '00000000-0000-0000-0000-000000000000';
@@ -90,6 +90,28 @@ export interface TokenService {
   revoke(token: string): Promise<void>;
 }
 
+/** What a grant that signed someone in asks the token service to issue. */
+export interface IssueRequest {
+  identityId: string;
+  roles: string[];
+  /** The sign-in: every token's `sid`, the refresh tokens' family. */
+  familyId: string;
+  credentialId: string | null;
+  /** The registered client and the scope granted (browser sign-in). */
+  clientId?: string;
+  scope?: string;
+  /** Whether a refresh token comes too. */
+  refresh: boolean;
+}
+
+/** Issues an access token (and a refresh token when asked) for a sign-in another grant established. */
+export type IssueTokens = (request: IssueRequest) => Promise<TokenResponse>;
+
+/** The authorization_code grant, built beside the hosted login page that hands out the codes (browser/). */
+export interface AuthorizationCodeGrant {
+  exchange(body: Record<string, unknown>, context: GrantContext, issue: IssueTokens): Promise<TokenResponse>;
+}
+
 export interface TokenServiceOptions {
   repository: RefreshTokenRepository;
   revoker: Revoker;
@@ -103,6 +125,8 @@ export interface TokenServiceOptions {
   refreshTokenTtlSeconds: number;
   /** `iss` of the tokens sso signs, said of its refresh tokens by introspection. */
   issuer: string;
+  /** Redeems the hosted login page's codes; without it the grant is unsupported. */
+  authorizationCode?: AuthorizationCodeGrant;
 }
 
 /** The one way a request's parameters become a grant: the wrong shape is `invalid_request`. */
@@ -141,16 +165,16 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
     return { token, tokenHash: hashRefreshToken(token), expiresAt: new Date(Date.now() + options.refreshTokenTtlSeconds * 1000) };
   };
 
-  const issueRefreshToken = async (identityId: string, session: Session) => {
+  const issueRefreshToken = async (identityId: string, session: Session, client: { clientId?: string; scope?: string } = {}) => {
     const { token, tokenHash, expiresAt } = mintRefreshToken();
-    await repository.insert({ id: randomUUID(), tokenHash, familyId: session.familyId, identityId, credentialId: session.credentialId, expiresAt });
+    await repository.insert({ id: randomUUID(), tokenHash, familyId: session.familyId, identityId, credentialId: session.credentialId, ...client, expiresAt });
     return token;
   };
 
-  const tokensFor = async (identityId: string, roles: string[], session: Session): Promise<TokenResponse> => {
-    const access = await signer.sign(identityId, roles, { sid: session.familyId });
-    const refreshToken = await issueRefreshToken(identityId, session);
-    return { access_token: access.token, token_type: 'Bearer', expires_in: access.expiresIn, refresh_token: refreshToken };
+  const issue: IssueTokens = async ({ identityId, roles, familyId, credentialId, clientId, scope, refresh }) => {
+    const access = await signer.sign(identityId, roles, { sid: familyId, clientId, scope });
+    const refreshToken = refresh ? await issueRefreshToken(identityId, { familyId, credentialId }, { clientId, scope }) : undefined;
+    return { access_token: access.token, token_type: 'Bearer', expires_in: access.expiresIn, ...(refreshToken !== undefined && { refresh_token: refreshToken }) };
   };
 
   const passwordGrant = async (grant: PasswordGrant, context: GrantContext) => {
@@ -173,7 +197,7 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
       throw invalidCredentials();
     }
     await throttle.recordSuccess(context.clientAddress, grant.username);
-    return tokensFor(identity.id, identity.roles, { familyId: randomUUID(), credentialId: verdict.credentialId ?? null });
+    return issue({ identityId: identity.id, roles: identity.roles, familyId: randomUUID(), credentialId: verdict.credentialId ?? null, refresh: true });
   };
 
   const refreshGrant = async (grant: RefreshGrant) => {
@@ -198,7 +222,8 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
       throw invalidRefreshToken();
     }
     // Roles come from identity now, not from the sign-in: a revoked admin role ends at the next refresh.
-    const access = await signer.sign(identity.id, identity.roles, { sid: claimed.familyId });
+    // A browser sign-in's token keeps naming its client and scope.
+    const access = await signer.sign(identity.id, identity.roles, { sid: claimed.familyId, clientId: claimed.clientId ?? undefined, scope: claimed.scope ?? undefined });
     return { access_token: access.token, token_type: 'Bearer' as const, expires_in: access.expiresIn, refresh_token: next.token };
   };
 
@@ -267,15 +292,17 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
       const grantType = body.grant_type;
       if (typeof grantType !== 'string' || grantType === '') throw invalidRequest('Missing or invalid parameter: grant_type.');
       switch (grantType) {
+        case 'authorization_code':
+          if (!options.authorizationCode) break;
+          return counted('authorization_code', await options.authorizationCode.exchange(body, context, issue));
         case 'password':
           return counted('password', await passwordGrant(parse(passwordGrantSchema, body), context));
         case 'refresh_token':
           return counted('refresh_token', await refreshGrant(parse(refreshGrantSchema, body)));
         case 'client_credentials':
           return counted('client_credentials', await clientCredentialsGrant(parse(clientCredentialsGrantSchema, body), context));
-        default:
-          throw new OAuthError('unsupported_grant_type', `grant_type must be one of: ${GRANT_TYPES.join(', ')}.`);
       }
+      throw new OAuthError('unsupported_grant_type', `grant_type must be one of: ${GRANT_TYPES.join(', ')}.`);
     },
 
     revoke: async (token) => {

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { SignJWT } from 'jose';
 import type { KeyService } from '../keys/service.js';
 import { SIGNING_ALGORITHM } from '../keys/service.js';
@@ -11,26 +11,47 @@ export interface SignedToken {
 export interface SignOptions {
   /** The sign-in (`sid`): the refresh-token family, or one client_credentials grant. Revoked as one. */
   sid: string;
-  /** client_credentials: the API_KEY credential the token is granted to. */
+  /** client_credentials: the API_KEY credential; authorization_code: the registered client. */
   clientId?: string;
+  /** authorization_code: the scope granted (RFC 9068 §2.2.3), space-separated. */
+  scope?: string;
   /** Lifetime; default: the configured access-token TTL. */
   ttlSeconds?: number;
+}
+
+/** OpenID Connect Core §2: what an ID token says besides `iss`, `iat` and `exp`. */
+export interface IdTokenClaims {
+  sub: string;
+  /** The client it is for (`aud`). */
+  clientId: string;
+  /** When the user authenticated (epoch seconds). */
+  authTime: number;
+  nonce?: string;
+  /** The access token issued beside it, hashed into `at_hash` (§3.1.3.6). */
+  accessToken: string;
+  /** The browser session (`sid`, OpenID Connect Front-Channel Logout §2.1). */
+  sid: string;
 }
 
 export interface TokenSigner {
   /** Signs an access token for `sub` with exactly `roles`. */
   sign(sub: string, roles: string[], options: SignOptions): Promise<SignedToken>;
+  /** Signs an ID token with the same keys; it lives as long as an access token. */
+  signIdToken(claims: IdTokenClaims): Promise<string>;
 }
+
+/** §3.1.3.6: the left half of the SHA-256 of the access token (ES256 hashes with SHA-256), base64url. */
+export const accessTokenHash = (accessToken: string) => createHash('sha256').update(accessToken).digest().subarray(0, 16).toString('base64url');
 
 export function createTokenSigner(options: { keys: KeyService; issuer: string; audience: string; accessTokenTtlSeconds: number }): TokenSigner {
   return {
-    sign: async (sub, roles, { sid, clientId, ttlSeconds = options.accessTokenTtlSeconds }) => {
+    sign: async (sub, roles, { sid, clientId, scope, ttlSeconds = options.accessTokenTtlSeconds }) => {
       const { kid, key } = await options.keys.signingKey();
       const now = Math.floor(Date.now() / 1000);
-      // RFC 9068 §2.2 claims. `client_id` only where a client authenticated (client_credentials): the
-      // password and refresh grants have no registered client yet, and a made-up id would say one did.
-      // No `scope`: tokens carry roles, and the metadata lists no scopes.
-      const token = await new SignJWT({ sid, ...(clientId ? { client_id: clientId } : {}), roles })
+      // RFC 9068 §2.2 claims. `client_id` only where a client is known (an API key, a registered
+      // client): the password grant has none, and a made-up id would say one did. `scope` only
+      // where one was granted (browser sign-in); otherwise tokens carry roles alone.
+      const token = await new SignJWT({ sid, ...(clientId ? { client_id: clientId } : {}), ...(scope ? { scope } : {}), roles })
         // RFC 9068 §2.1: `at+jwt` says "access token", so no other JWT of ours can pass for one.
         .setProtectedHeader({ alg: SIGNING_ALGORITHM, kid, typ: 'at+jwt' })
         .setIssuer(options.issuer)
@@ -41,6 +62,19 @@ export function createTokenSigner(options: { keys: KeyService; issuer: string; a
         .setJti(randomUUID())
         .sign(key);
       return { token, expiresIn: ttlSeconds };
+    },
+    signIdToken: async ({ sub, clientId, authTime, nonce, accessToken, sid }) => {
+      const { kid, key } = await options.keys.signingKey();
+      const now = Math.floor(Date.now() / 1000);
+      return new SignJWT({ auth_time: authTime, ...(nonce !== undefined ? { nonce } : {}), at_hash: accessTokenHash(accessToken), sid })
+        // `JWT`, never `at+jwt`: an ID token must not pass for an access token anywhere.
+        .setProtectedHeader({ alg: SIGNING_ALGORITHM, kid, typ: 'JWT' })
+        .setIssuer(options.issuer)
+        .setAudience(clientId)
+        .setSubject(sub)
+        .setIssuedAt(now)
+        .setExpirationTime(now + options.accessTokenTtlSeconds)
+        .sign(key);
     },
   };
 }
