@@ -9,6 +9,8 @@
 //      (e) refresh_token grants, (f) password logins (closed loop: each worker sends its next
 //      request when the last is answered), then (a) at half rate beside 40 logins a second;
 //      (g) token introspection (RFC 7662) of one access token by an API key client (HTTP Basic);
+//      (h) browser sign-in round trips (authorize -> login form POST -> code -> token, PKCE S256,
+//      a fresh argon2id check each), closed loop;
 //      then (a) on a second all-in-one with METRICS=off: what /metrics costs (>= 0.95x);
 //   3. split: crud and the gateway as two processes on real Postgres (a fresh database),
 //      Redis and NATS, tokens from a JWKS the bench serves: (c) cached read-by-id via the gateway,
@@ -31,7 +33,7 @@
 // created and dropped; default postgres://postgres@127.0.0.1:5432/postgres), REDIS_URL,
 // NATS_URL (defaults on 127.0.0.1). Builds first when a dist/ entry is missing.
 import { spawn, spawnSync } from 'node:child_process';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createServer as createNetServer } from 'node:net';
@@ -109,6 +111,7 @@ const TARGETS = {
   refresh: { text: '>= 500 tokens/s', pass: (row) => row.rps >= 500 },
   logins: { text: '>= 40 logins/s', pass: (row) => row.rps >= 40 },
   introspection: { text: '>= 5000 introspections/s', pass: (row) => row.rps >= 5000 },
+  authorizationCode: { text: '>= 30 round trips/s', pass: (row) => row.rps >= 30 },
   readDuringLogins: { text: 'p99 <= 2x (a) at half rate', pass: (row) => row.p99 <= 2 * row.idleP99 },
 };
 const LABELS = {
@@ -120,6 +123,7 @@ const LABELS = {
   refresh: '(e) all-in-one: refresh_token grant',
   logins: '(f) all-in-one: password grant (argon2id)',
   introspection: '(g) all-in-one: introspection, API key',
+  authorizationCode: '(h) all-in-one: authorize, login, code, token',
   readDuringLogins: '(a) at half rate, with 40 logins/s',
   readMetricsOff: '(a) with METRICS=off (metrics cost)',
   split: '(c) split: cached read-by-id, gateway -> crud',
@@ -279,9 +283,10 @@ const percentile = (sorted, p) => (sorted.length === 0 ? 0 : sorted[Math.min(sor
  * A closed-loop load for requests that autocannon cannot replay, because each one needs what
  * the last one answered (a rotating refresh token): BENCH_CONNECTIONS workers, each sending its
  * next request when the last one is answered, for `seconds`. `next(worker)` returns the request
- * options; `settle(worker, status, body)` returns whether the answer was the expected one.
+ * options; `settle(worker, status, body)` returns whether the answer was the expected one. A
+ * step of several requests gives `run(pool, worker)` instead, resolving whether all went right.
  */
-async function closedLoop(url, seconds, { next, settle, workers = CONNECTIONS }) {
+async function closedLoop(url, seconds, { next, settle, run, workers = CONNECTIONS }) {
   const pool = new Pool(url, { connections: workers, keepAliveTimeout: 60_000 });
   const latencies = [];
   let failures = 0;
@@ -290,9 +295,13 @@ async function closedLoop(url, seconds, { next, settle, workers = CONNECTIONS })
     while (Date.now() < deadline) {
       const started = performance.now();
       try {
-        const response = await pool.request(next(index));
-        const body = await response.body.text();
-        if (settle(index, response.statusCode, body)) latencies.push(performance.now() - started);
+        let settled;
+        if (run) settled = await run(pool, index);
+        else {
+          const response = await pool.request(next(index));
+          settled = settle(index, response.statusCode, await response.body.text());
+        }
+        if (settled) latencies.push(performance.now() - started);
         else failures++;
       } catch {
         failures++;
@@ -850,6 +859,7 @@ async function tokenScenarios(round, platform, read) {
   );
 
   rows.push(await measureLoop(round, 'logins', platform.base, { next: () => login, settle: (_worker, status) => status === 200 }));
+  rows.push(await measureLoop(round, 'authorizationCode', platform.base, { run: await authorizationCodeRoundTrip(platform, email, password) }));
 
   // The read at half rate again, while 40 logins a second (the target rate) run beside it.
   const loginUrl = `${platform.base}${login.path}`;
@@ -871,6 +881,54 @@ async function tokenScenarios(round, platform, read) {
   if (row.failures > 0) broken.push(`round ${round}: ${LABELS[row.key]} (${row.failures} failures)`);
   rows.push(row);
   return rows;
+}
+
+/** The redirect URI of the bench's registered client: nothing listens there, the bench reads the Location. */
+const BENCH_REDIRECT_URI = 'http://localhost:8080/callback';
+
+/**
+ * (h) One browser sign-in as a relying party and its user's browser do it: GET the
+ * authorization endpoint (the login form, its anti-forgery cookie), POST the form (a
+ * password check at the configured argon2id cost, a 303 with the code), then redeem the code
+ * with its PKCE verifier. No session cookie is kept, so every round trip signs in afresh.
+ */
+async function authorizationCodeRoundTrip(platform, email, password) {
+  const client = await postJson(platform.base, '/api/v1/sso/clients', { name: 'Bench App', type: 'public', redirect_uris: [BENCH_REDIRECT_URI] }, platform.token);
+  const verifier = randomBytes(32).toString('base64url');
+  const authorize = `/api/v1/sso/authorize?${form({
+    response_type: 'code',
+    client_id: client.id,
+    redirect_uri: BENCH_REDIRECT_URI,
+    scope: 'openid',
+    state: 'bench',
+    code_challenge: createHash('sha256').update(verifier).digest('base64url'),
+    code_challenge_method: 'S256',
+  })}`;
+  const field = (html, name) => new RegExp(`name="${name}" value="([^"]*)"`).exec(html)?.[1];
+  return async (pool) => {
+    const page = await pool.request({ path: authorize, method: 'GET' });
+    const html = await page.body.text();
+    const request = field(html, 'request');
+    const csrf = field(html, 'csrf');
+    if (page.statusCode !== 200 || !request || !csrf) return false;
+    const signedIn = await pool.request({
+      path: '/api/v1/sso/login',
+      method: 'POST',
+      headers: { ...FORM, cookie: `sso_form_${request}=${csrf}` },
+      body: form({ request, csrf, username: email, password }),
+    });
+    await signedIn.body.text();
+    const code = signedIn.statusCode === 303 ? new URL(String(signedIn.headers.location)).searchParams.get('code') : null;
+    if (!code) return false;
+    const token = await pool.request({
+      path: '/api/v1/sso/token',
+      method: 'POST',
+      headers: FORM,
+      body: form({ grant_type: 'authorization_code', client_id: client.id, redirect_uri: BENCH_REDIRECT_URI, code, code_verifier: verifier }),
+    });
+    await token.body.text();
+    return token.statusCode === 200;
+  };
 }
 
 async function runRound(round, jwks) {

@@ -243,6 +243,15 @@ describe.each(CASES)('browser sign-in (%s, %s)', (topology, mode) => {
       expect(response.headers.get('cache-control')).toBe('no-store');
     });
 
+    it('shows the form again for max_age=0, and prompt=none then says login_required', async () => {
+      const { browser } = await freshCode();
+      expect((await browser.get(authorizeUrl(publicClient.id, { max_age: '0' }).url)).status).toBe(200);
+      const none = await browser.get(authorizeUrl(publicClient.id, { max_age: '0', prompt: 'none' }).url);
+      expect(new URL(none.headers.get('location')!).searchParams.get('error')).toBe('login_required');
+      const recent = await browser.get(authorizeUrl(publicClient.id, { max_age: '3600', prompt: 'none' }).url);
+      expect(new URL(recent.headers.get('location')!).searchParams.get('code')).toEqual(expect.any(String));
+    });
+
     it('shows the form again for prompt=login despite a live session', async () => {
       const { browser } = await freshCode();
       const response = await browser.get(authorizeUrl(publicClient.id, { prompt: 'login' }).url);
@@ -372,6 +381,21 @@ describe.each(CASES)('browser sign-in (%s, %s)', (topology, mode) => {
       expect(await eventually(async () => (await userinfo(access)).status === 401, 1_000)).toBe(true);
       const refresh = await env.token({ grant_type: 'refresh_token', refresh_token: String(first.body.refresh_token) });
       expect(refresh.body.error).toBe('invalid_grant');
+    });
+
+    it("refreshes a registered client's token only for that client: shown without its proof, the sign-in ends", async () => {
+      const { url, verifier } = authorizeUrl(confidential.id);
+      const back = await new Browser(env.gateway).signIn(url, user.email, PASSWORD);
+      const granted = await exchange({ code: back.searchParams.get('code')!, code_verifier: verifier }, { authorization: basic(confidential.id, confidential.secret!) });
+      const asClient = { authorization: basic(confidential.id, confidential.secret!) };
+      const refreshed = await env.token({ grant_type: 'refresh_token', refresh_token: String(granted.body.refresh_token) }, asClient);
+      expect(refreshed.status).toBe(200);
+      // The next one shown by someone without the secret (or as the public client): refused, and the family revoked.
+      const stolen = await env.token({ grant_type: 'refresh_token', refresh_token: String(refreshed.body.refresh_token), client_id: publicClient.id });
+      expect([stolen.status, stolen.body.error]).toEqual([401, 'invalid_client']);
+      expect(await eventually(async () => (await userinfo(String(refreshed.body.access_token))).status === 401, 1_000)).toBe(true);
+      const after = await env.token({ grant_type: 'refresh_token', refresh_token: String(refreshed.body.refresh_token) }, asClient);
+      expect(after.body.error).toBe('invalid_grant');
     });
 
     it('refuses a code past its 60 seconds', async () => {

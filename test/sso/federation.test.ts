@@ -130,7 +130,7 @@ describe.each(CASES)('sign-in through Google and GitHub (%s, %s)', (topology, mo
     expect(form.html).toContain(`/api/v1/sso/federation/github/start?request=${form.request}`);
   });
 
-  it('answers an HTML 404 for a provider that is not configured or does not exist, and a 400 without a request', async () => {
+  it('answers an HTML 404 for a provider that is not configured or does not exist, and a 400 without a pending request', async () => {
     for (const provider of ['facebook', 'GOOGLE']) {
       const page = await pageOf(await fetch(`${env.gateway}/api/v1/sso/federation/${provider}/start?request=${randomUUID()}`, { redirect: 'manual' }));
       expect(page.status).toBe(404);
@@ -140,6 +140,10 @@ describe.each(CASES)('sign-in through Google and GitHub (%s, %s)', (topology, mo
     const missing = await pageOf(await fetch(`${env.gateway}/api/v1/sso/federation/google/start`, { redirect: 'manual' }));
     expect(missing.status).toBe(400);
     expect(missing.body).toContain('This sign-in link is incomplete.');
+    // A request id that names no pending authorization request ends here, before the provider.
+    const unknown = await pageOf(await fetch(`${env.gateway}/api/v1/sso/federation/google/start?request=${randomUUID()}`, { redirect: 'manual' }));
+    expect(unknown.status).toBe(400);
+    expect(unknown.body).toContain('This sign-in attempt has expired');
   });
 
   it('creates the identity and its GOOGLE credential for a new subject with a new verified email, and signs it in', async () => {

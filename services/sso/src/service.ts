@@ -143,7 +143,7 @@ export function createSsoService(options: SsoOptions = {}): Service {
       await clientRoutes(app, { clients: oauthClients });
       const endSession = createEndSession({ browser, clients: oauthClients, verificationKeys: keys.verificationKeys, issuer: config.JWT_ISSUER });
       await app.register(browserRoutes, { browser, endSession });
-      // Upstream sign-in hands over to the browser sign-in once it knows who signed in.
+      // Upstream sign-in (Google, GitHub): its callbacks end in `browser.completeSignIn` or `browser.renderSignInError`.
       await federationRoutes(app, { federation, browser, logger });
 
       const subscriptions = [

@@ -38,6 +38,8 @@ export interface ValidAuthorization {
   client: StoredClient;
   request: RequestedAuthorization;
   prompt?: Prompt;
+  /** OpenID Connect Core §3.1.2.1: a session older than this many seconds must sign in again. */
+  maxAge?: number;
   loginHint?: string;
   idpHint?: string;
 }
@@ -111,11 +113,15 @@ export async function validateAuthorizationRequest(query: URLSearchParams, clien
   const prompt = once('prompt');
   if (prompt !== undefined && prompt !== 'none' && prompt !== 'login') return fail('invalid_request', 'prompt must be none or login.');
 
+  const maxAge = once('max_age');
+  if (maxAge !== undefined && (maxAge === null || !/^\d{1,9}$/.test(maxAge))) return fail('invalid_request', 'max_age must be a whole number of seconds.');
+
   return {
     kind: 'valid',
     client,
     request: { clientId: client.id, redirectUri, scope: scopes.join(' '), state: state ?? null, nonce: nonce ?? null, codeChallenge: challenge },
     ...(prompt && { prompt }),
+    ...(maxAge !== undefined && { maxAge: Number(maxAge) }),
     ...(once('login_hint') && { loginHint: once('login_hint')!.slice(0, 320) }),
     ...(once('idp_hint') && { idpHint: once('idp_hint')! }),
   };

@@ -47,21 +47,32 @@ export function createAuthorizationCodeGrant(options: CodeGrantOptions): Authori
   const { clients, repository, identities, signer, revoker, logger } = options;
 
   /** RFC 6749 §2.3.1 and §3.2.1: HTTP Basic or the body, never both; a public client sends its id only. */
-  const authenticate = async (grant: z.infer<typeof codeGrantSchema>, context: GrantContext): Promise<StoredClient> => {
-    if (context.basic && (grant.client_secret !== undefined || (grant.client_id !== undefined && grant.client_id !== context.basic.clientId))) {
+  const authenticate = async (parameters: { client_id?: unknown; client_secret?: unknown }, context: GrantContext): Promise<StoredClient> => {
+    const { client_id: bodyId, client_secret: bodySecret } = parameters;
+    if ((bodyId !== undefined && typeof bodyId !== 'string') || (bodySecret !== undefined && typeof bodySecret !== 'string')) {
+      throw invalidRequest('Missing or invalid parameter: client_id, client_secret.');
+    }
+    if (context.basic && (bodySecret !== undefined || (bodyId !== undefined && bodyId !== context.basic.clientId))) {
       throw invalidRequest('Authenticate the client with HTTP Basic or with client_id and client_secret in the body, not both.');
     }
-    const clientId = context.basic?.clientId ?? grant.client_id;
-    const secret = context.basic?.clientSecret ?? grant.client_secret;
+    const clientId = context.basic?.clientId ?? bodyId;
+    const secret = context.basic?.clientSecret ?? bodySecret;
     if (!clientId) throw invalidClient();
     const client = await clients.find(clientId);
     if (!client) throw invalidClient();
     if (client.type === 'confidential' ? !secret || !clients.secretMatches(client, secret) : secret) throw invalidClient();
-    if (!client.grantTypes.includes('authorization_code')) throw new OAuthError('unauthorized_client', 'This client may not use the authorization code grant.');
     return client;
   };
 
   return {
+    isClient: async (clientId, body, context) => {
+      const client = await authenticate(body, context).catch((error: unknown) => {
+        if (error instanceof OAuthError) return undefined;
+        throw error;
+      });
+      return client?.id === clientId && client.grantTypes.includes('refresh_token');
+    },
+
     exchange: async (body, context, issue) => {
       const parsed = codeGrantSchema.safeParse(body);
       if (!parsed.success) {
@@ -70,6 +81,7 @@ export function createAuthorizationCodeGrant(options: CodeGrantOptions): Authori
       }
       const grant = parsed.data;
       const client = await authenticate(grant, context);
+      if (!client.grantTypes.includes('authorization_code')) throw new OAuthError('unauthorized_client', 'This client may not use the authorization code grant.');
       const codeHash = sha256(grant.code);
       const familyId = randomUUID();
       const redeemed = await repository.redeemCode(codeHash, new Date(), { clientId: client.id, redirectUri: grant.redirect_uri, codeChallenge: s256(grant.code_verifier) }, familyId);

@@ -3,6 +3,7 @@ import type { BlockList } from 'node:net';
 import { UpstreamError, type CredentialsClient, type IdentityClient } from '@app/contracts';
 import { clientAddress, type Logger } from '@app/platform';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { StoredClient } from '../clients/repository.js';
 import type { ClientService } from '../clients/service.js';
 import type { Revoker } from '../tokens/revocations.js';
 import type { LoginThrottle } from '../tokens/throttle.js';
@@ -52,6 +53,8 @@ export interface BrowserSignIn {
   login(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply>;
   completeSignIn(request: FastifyRequest, reply: FastifyReply, signIn: CompletedSignIn): Promise<FastifyReply>;
   renderSignInError(request: FastifyRequest, reply: FastifyReply, error: SignInError): Promise<FastifyReply>;
+  /** A pending authorization request still waiting for its sign-in (an upstream start checks it first). */
+  pendingRequest(requestId: string): Promise<PendingAuthorization | undefined>;
   /** The live browser session of the request's cookie, if any. */
   currentSession(request: FastifyRequest): Promise<BrowserSession | undefined>;
   /** Ends a browser session and every token issued through it (each code's family), everywhere within a second. */
@@ -89,10 +92,10 @@ export function createBrowserSignIn(options: BrowserSignInOptions): BrowserSignI
     request: FastifyRequest,
     reply: FastifyReply,
     pending: RequestedAuthorization & { id: string },
-    shown: { fresh?: boolean; message?: string; status?: number; username?: string; retryAfter?: number } = {},
+    shown: { fresh?: boolean; message?: string; status?: number; username?: string; retryAfter?: number; client?: StoredClient } = {},
   ): Promise<FastifyReply> => {
     const context = pageContext(request);
-    const client = await clients.find(pending.clientId);
+    const client = shown.client ?? (await clients.find(pending.clientId));
     if (!client) return sendPage(reply, context, errorPage(context, context.t('sso.page.error.unknownClient')));
     const csrf = randomToken();
     if (shown.fresh) await repository.insertRequest({ ...pending, csrfHash: sha256(csrf), expiresAt: secondsFromNow(PENDING_REQUEST_SECONDS) });
@@ -156,6 +159,7 @@ export function createBrowserSignIn(options: BrowserSignInOptions): BrowserSignI
   return {
     secureCookies: secure,
     currentSession,
+    pendingRequest: (requestId) => repository.pendingRequest(requestId, new Date()),
 
     authorize: async (request, reply) => {
       const context = pageContext(request);
@@ -167,7 +171,9 @@ export function createBrowserSignIn(options: BrowserSignInOptions): BrowserSignI
         return reply.header('cache-control', 'no-store').redirect(redirectWith(redirectUri, { error, error_description: description, state, iss: issuer }), 303);
       }
       const pending = { id: randomUUID(), ...verdict.request };
-      const session = verdict.prompt === 'login' ? undefined : await currentSession(request);
+      const live = verdict.prompt === 'login' ? undefined : await currentSession(request);
+      // A session signed in longer ago than max_age allows counts as none: the user signs in again.
+      const session = live && (verdict.maxAge === undefined || Date.now() - live.authTime.getTime() <= verdict.maxAge * 1000) ? live : undefined;
       if (session) {
         // Signed in already: answer at once, without the form (OpenID Connect Core §3.1.2.3).
         const { code, issued } = newCode(session);
@@ -183,7 +189,7 @@ export function createBrowserSignIn(options: BrowserSignInOptions): BrowserSignI
         await repository.insertRequest({ ...pending, csrfHash: null, expiresAt: secondsFromNow(PENDING_REQUEST_SECONDS) });
         return reply.redirect(federationStartPath(upstream.id, pending.id), 303);
       }
-      return showForm(request, reply, pending, { fresh: true, username: verdict.loginHint });
+      return showForm(request, reply, pending, { fresh: true, username: verdict.loginHint, client: verdict.client });
     },
 
     login: async (request, reply) => {

@@ -5,6 +5,14 @@ import type { ClientRecord, CreateClientBody, UpdateClientBody } from './schemas
 
 /** 256 random bits: a secret nobody can guess, so one SHA-256 is a sound lookup key (no stretching). */
 const CLIENT_SECRET_BYTES = 32;
+/**
+ * How long a replica answers a client lookup from memory. Every sign-in reads its client two or
+ * three times (authorize, the form, the token endpoint); a change made through this replica is
+ * seen at once, one made through another replica within this time.
+ */
+const CLIENT_CACHE_MS = 5_000;
+/** Registered clients are few; a bound keeps a flood of made-up client_ids from growing the map. */
+const CLIENT_CACHE_ENTRIES = 1_000;
 
 const hashSecret = (secret: string) => createHash('sha256').update(secret).digest();
 
@@ -35,6 +43,13 @@ export interface ClientService {
 }
 
 export function createClientService(repository: ClientRepository): ClientService {
+  const recent = new Map<string, { client: StoredClient; until: number }>();
+  const remember = (client: StoredClient) => {
+    if (recent.size >= CLIENT_CACHE_ENTRIES) recent.delete(recent.keys().next().value!);
+    recent.set(client.id, { client, until: Date.now() + CLIENT_CACHE_MS });
+    return client;
+  };
+  const forget = (id: string) => recent.delete(id);
   const settingsOf = (body: UpdateClientBody) => ({
     name: body.name,
     redirectUris: body.redirect_uris,
@@ -55,11 +70,23 @@ export function createClientService(repository: ClientRepository): ClientService
     },
     get: async (id) => (await repository.find(id)) ?? Promise.reject(clientNotFound(id)),
     list: (page) => repository.list(page),
-    update: async (id, body) => (await repository.update(id, settingsOf(body))) ?? Promise.reject(clientNotFound(id)),
+    update: async (id, body) => {
+      forget(id);
+      return (await repository.update(id, settingsOf(body))) ?? Promise.reject(clientNotFound(id));
+    },
     delete: async (id) => {
+      forget(id);
       if (!(await repository.delete(id))) throw clientNotFound(id);
     },
-    find: (id) => repository.find(id),
+    // Only clients that exist are remembered: an unknown id is asked again each time.
+    find: async (id) => {
+      const cached = recent.get(id);
+      if (cached && cached.until > Date.now()) return cached.client;
+      const client = await repository.find(id);
+      if (client) return remember(client);
+      forget(id);
+      return undefined;
+    },
     secretMatches: (client, secret) => {
       if (client.secretHash === null) return false;
       // Both sides are 32-byte digests: equal lengths, so the comparison itself leaks nothing.

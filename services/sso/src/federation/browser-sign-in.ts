@@ -20,6 +20,12 @@ export interface BrowserSignIn {
    * A localized HTML error page: `message` is already in the person's language. With the
    * pending request's id, the page may offer to go back to its login form.
    */
+  /**
+   * The pending authorization request, while it still waits for a sign-in: the start checks it
+   * before sending anyone upstream, so a stale or made-up request ends here, not after the
+   * provider's login. Optional: without it the request is checked only at completeSignIn.
+   */
+  pendingRequest?(requestId: string): Promise<unknown>;
   renderSignInError(
     request: FastifyRequest,
     reply: FastifyReply,

@@ -103,12 +103,14 @@ export function createFederation(deps: FederationDeps) {
 
     /**
      * Where to send the browser for `requestId`'s sign-in at `providerId`, and the state the
-     * browser must bring back (the routes bind it to the browser with a cookie).
+     * browser must bring back (the routes bind it to the browser with a cookie). `isPending`,
+     * when given, says whether the request still waits for a sign-in.
      */
-    async start(providerId: string, requestId: string | undefined): Promise<{ location: URL; state: string }> {
+    async start(providerId: string, requestId: string | undefined, isPending?: (requestId: string) => Promise<boolean>): Promise<{ location: URL; state: string }> {
       const provider = providerOf(providerId);
       if (!requestId || !REQUEST_ID.test(requestId)) throw new FederationError('invalidRequest', 'the start has no valid request id');
       try {
+        if (isPending && !(await isPending(requestId))) throw new FederationError('invalidState', 'the authorization request is unknown, expired or answered');
         const checks = newUpstreamChecks();
         const location = await provider.authorizationUrl(checks, redirectUri(provider.id));
         await states.save({ ...checks, provider: provider.id, requestId });

@@ -110,7 +110,8 @@ export async function federationRoutes(app: App, options: FederationRoutesOption
     async (request, reply) => {
       const { provider } = request.params;
       try {
-        const { location, state } = await federation.start(provider, queryOf(request).get('request') ?? undefined);
+        const isPending = browser.pendingRequest && (async (requestId: string) => (await browser.pendingRequest!(requestId)) !== undefined);
+        const { location, state } = await federation.start(provider, queryOf(request).get('request') ?? undefined, isPending);
         reply.header('set-cookie', cookie(state, UPSTREAM_STATE_TTL_SECONDS)).header('cache-control', 'no-store');
         return reply.redirect(location.toString(), 302);
       } catch (error) {

@@ -110,6 +110,12 @@ export type IssueTokens = (request: IssueRequest) => Promise<TokenResponse>;
 /** The authorization_code grant, built beside the hosted login page that hands out the codes (browser/). */
 export interface AuthorizationCodeGrant {
   exchange(body: Record<string, unknown>, context: GrantContext, issue: IssueTokens): Promise<TokenResponse>;
+  /**
+   * Whether the request authenticates as the registered client `clientId` (RFC 6749 §6: a
+   * confidential client refreshing its tokens proves it holds its secret; a public client
+   * that names itself names the right client).
+   */
+  isClient(clientId: string, body: Record<string, unknown>, context: GrantContext): Promise<boolean>;
 }
 
 export interface TokenServiceOptions {
@@ -200,7 +206,7 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
     return issue({ identityId: identity.id, roles: identity.roles, familyId: randomUUID(), credentialId: verdict.credentialId ?? null, refresh: true });
   };
 
-  const refreshGrant = async (grant: RefreshGrant) => {
+  const refreshGrant = async (grant: RefreshGrant, body: Record<string, unknown>, context: GrantContext) => {
     const hash = hashRefreshToken(grant.refresh_token);
     // The successor is issued with the claim, in one statement; if the identity turns out to be
     // gone, ending the family below revokes it with the rest.
@@ -215,6 +221,12 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
         logger.warn({ familyId: spent, revoked }, 'refresh token reused; its family is revoked');
       }
       throw invalidRefreshToken();
+    }
+    if (claimed.clientId && !(await options.authorizationCode?.isClient(claimed.clientId, body, context))) {
+      // A registered client's token shown without that client's proof: whoever holds it stole
+      // it (the client itself always authenticates), so its sign-in ends here.
+      await revoker.endSessions({ familyId: claimed.familyId }, [claimed.familyId]);
+      throw invalidClient();
     }
     const identity = await upstreamCall(() => identities.lookup({ id: claimed.identityId }));
     if (!identity || !identity.activated) {
@@ -298,7 +310,7 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
         case 'password':
           return counted('password', await passwordGrant(parse(passwordGrantSchema, body), context));
         case 'refresh_token':
-          return counted('refresh_token', await refreshGrant(parse(refreshGrantSchema, body)));
+          return counted('refresh_token', await refreshGrant(parse(refreshGrantSchema, body), body, context));
         case 'client_credentials':
           return counted('client_credentials', await clientCredentialsGrant(parse(clientCredentialsGrantSchema, body), context));
       }
