@@ -98,6 +98,15 @@ describe('Google as an upstream OpenID Provider (oauth2-mock-server)', () => {
     expect(google.tokenAuthorizations.slice(before)).toEqual([basic]);
   });
 
+  it('drops a picture identity would not store as an avatar (not http(s), no host name)', async () => {
+    for (const picture of ['javascript:alert(1)', 'data:image/png;base64,AAAA', 'https://']) {
+      google.signInAs({ ...ada, picture });
+      const checks = newUpstreamChecks();
+      const account = await provider.completeSignIn(await authorizeAt(provider, checks), checks, REDIRECT_URI);
+      expect(account).toEqual({ provider: 'google', subject: 'google-ada', email: 'Ada@Example.com', name: 'Ada Lovelace' });
+    }
+  });
+
   it('refuses an account whose email Google did not verify', async () => {
     google.signInAs({ ...ada, email_verified: false });
     const checks = newUpstreamChecks();

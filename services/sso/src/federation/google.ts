@@ -104,12 +104,13 @@ export function createGoogleProvider(options: GoogleOptions): FederationProvider
       const email = typeof claims.email === 'string' ? claims.email : undefined;
       // Only an address Google verified may name (or create) an account here.
       if (!email || claims.email_verified !== true) throw new FederationError('emailUnverified', 'the ID token has no verified email', { provider: 'Google' });
+      const picture = usablePicture(claims.picture);
       return {
         provider: 'google',
         subject: claims.sub,
         email,
         ...(typeof claims.name === 'string' && claims.name.trim() !== '' ? { name: claims.name } : {}),
-        ...(usablePicture(claims.picture) ? { picture: claims.picture as string } : {}),
+        ...(picture ? { picture } : {}),
       };
     },
   };

@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { FederatedProvider } from '@app/contracts';
+import { z } from 'zod';
 
 /** The upstream identity providers a person can sign in through, as they appear in URLs. */
 export const PROVIDER_IDS = ['google', 'github'] as const;
@@ -99,14 +100,13 @@ export const newUpstreamChecks = (): UpstreamChecks => ({ state: randomToken(), 
 /** RFC 7636 §4.2: the S256 challenge of a verifier. */
 export const pkceChallenge = (verifier: string) => createHash('sha256').update(verifier).digest('base64url');
 
-/** Whether `value` is an http(s) URL an identity may show as its picture (identity's own rule: http(s), at most 2048 characters). */
+/** identity's own rule for an avatar (http(s), a host name, at most 2048 characters): what it refuses is dropped, not sent. */
+const pictureSchema = z.url({ protocol: /^https?$/, hostname: z.regexes.hostname }).max(2048);
+
+/** The provider's picture URL when identity would store it as the avatar, else undefined. */
 export const usablePicture = (value: unknown): string | undefined => {
-  if (typeof value !== 'string' || value.length > 2048) return undefined;
-  try {
-    return ['http:', 'https:'].includes(new URL(value).protocol) ? value : undefined;
-  } catch {
-    return undefined;
-  }
+  const parsed = pictureSchema.safeParse(value);
+  return parsed.success ? parsed.data : undefined;
 };
 
 /**
