@@ -5,9 +5,10 @@ import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { generateKeyPair, SignJWT } from 'jose';
-import { createMemoryCache } from '@app/platform';
+import { createHttpClients, createLogger, createMemoryCache, loadConfig } from '@app/platform';
 import {
   clientAuthFor,
+  createFederation,
   createGitHubProvider,
   createGoogleProvider,
   createUpstreamStateStore,
@@ -311,5 +312,32 @@ describe('sso configured with half a provider', () => {
     expect(run.status).toBe(78);
     expect(run.stderr + run.stdout).toContain('GOOGLE_CLIENT_ID: expected GOOGLE_CLIENT_ID and GOOGLE_CLIENT_SECRET together');
     expect(run.stderr + run.stdout).not.toContain(secret);
+  });
+});
+
+describe('federation when identity and credentials do not answer', () => {
+  it('ends the callback as unavailable (a 503 page), after the provider vouched for the account', async () => {
+    const google = await startGoogleServer();
+    const gone = await startHungServer();
+    await gone.close();
+    const peers = createHttpClients({ urls: { identity: gone.url, credentials: gone.url }, systemToken: async () => 'a system token', timeoutMs: TIMEOUT_MS });
+    try {
+      const config = loadConfig({ ...google.env, LOG_LEVEL: 'silent' });
+      const federation = createFederation({
+        config,
+        cache: createMemoryCache({ maxEntries: 100 }),
+        identities: peers.identity,
+        credentials: peers.credentials,
+        logger: createLogger(config),
+        timeoutMs: TIMEOUT_MS,
+      });
+      google.signInAs({ sub: 'someone', email: 'someone@example.com', email_verified: true });
+      const { location, state } = await federation.start('google', 'request-1');
+      const back = new URL((await fetch(location, { redirect: 'manual' })).headers.get('location')!);
+      expect(await outcomeOf(federation.finish('google', back.searchParams, state))).toBe('unavailable');
+    } finally {
+      await peers.close();
+      await google.close();
+    }
   });
 });
