@@ -131,7 +131,7 @@ describe.each(CASES)('sign-in through Google and GitHub (%s, %s)', (topology, mo
   });
 
   it('answers an HTML 404 for a provider that is not configured or does not exist, and a 400 without a pending request', async () => {
-    for (const provider of ['facebook', 'GOOGLE']) {
+    for (const provider of ['facebook', 'GOOGLE', 'g'.repeat(90)]) {
       const page = await pageOf(await fetch(`${env.gateway}/api/v1/sso/federation/${provider}/start?request=${randomUUID()}`, { redirect: 'manual' }));
       expect(page.status).toBe(404);
       expect(page.headers.get('content-type')).toMatch(/^text\/html/);

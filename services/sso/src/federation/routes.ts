@@ -36,7 +36,8 @@ const RETRY_AFTER_SECONDS = 5;
 /** The 503 page says when to retry (documented per route, since it is no problem document). */
 const responseHeaders = { 503: ['Retry-After'] } as const;
 
-const providerParamsSchema = z.object({ provider: z.string().max(64).describe('`google` or `github`, when configured') });
+// No length limit here: any name that is not a configured provider gets the HTML 404 page, not a JSON problem.
+const providerParamsSchema = z.object({ provider: z.string().describe('`google` or `github`, when configured') });
 
 export interface FederationRoutesOptions {
   federation: Federation;
