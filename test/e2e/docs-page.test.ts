@@ -2,50 +2,16 @@
 // Content-Security-Policy violation, the bodies it pre-fills satisfy their schemas, and the
 // product it offers to create is created. Needs a Chromium (Debian's `chromium` package, or
 // CHROMIUM_PATH); without one the suite is skipped and says so.
-import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { readJson } from '@app/testing';
 import { bootstrapAdmin, DEPLOYMENTS, type Running } from '../support/deployments.js';
+import { watchPage, withChromium } from '../support/chromium.js';
 import { operationsOf, schemaValidator, type OpenApi } from '../support/openapi.js';
 
-// Where this machine's browser is, when not Debian's.
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const admin = bootstrapAdmin();
 
-/** Console errors, uncaught exceptions and CSP violations of a page, as they happen. */
-async function watch(page: Page): Promise<string[]> {
-  const problems: string[] = [];
-  page.on('console', (message) => {
-    if (message.type() === 'error' || message.type() === 'warning') problems.push(`console ${message.type()}: ${message.text()}`);
-  });
-  page.on('pageerror', (error) => problems.push(`uncaught: ${error.message}`));
-  await page.exposeFunction('reportViolation', (violation: string) => problems.push(`CSP: ${violation}`));
-  // Runs in the page, before its own scripts.
-  await page.addInitScript({
-    content: `document.addEventListener('securitypolicyviolation', (event) =>
-      window.reportViolation(event.effectiveDirective + ' blocked ' + event.blockedURI + ' (' + event.sourceFile + ':' + event.lineNumber + ')'));`,
-  });
-  return problems;
-}
-
-if (!existsSync(CHROMIUM)) {
-  describe('the docs page in a browser', () => {
-    // Skipped, not failed, only where no browser can be installed (npm cannot fetch one here; a
-    // developer machine may lack Debian's package). `.ci/run` installs `chromium` when it is
-    // missing, so in CI this suite runs.
-    it.skip(`needs a Chromium executable at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`, () => undefined);
-  });
-} else {
-  let browser: Browser;
-  beforeAll(async () => {
-    // --no-sandbox: CI runs as root, where Chromium's sandbox refuses to start.
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
-  }, 60_000);
-  afterAll(async () => {
-    await browser?.close();
-  });
-
+withChromium('the docs page in a browser', (browser) => {
   describe.each(DEPLOYMENTS.map((deployment, i) => ({ ...deployment, first: i === 0 })))('the docs page ($name)', (deployment) => {
     let running: Running;
     let page: Page;
@@ -53,8 +19,8 @@ if (!existsSync(CHROMIUM)) {
 
     beforeAll(async () => {
       running = await deployment.start(admin.env);
-      page = await browser.newPage();
-      problems = await watch(page);
+      page = await browser().newPage();
+      problems = await watchPage(page);
     }, 120_000);
     afterAll(async () => {
       await page?.close();
@@ -108,4 +74,4 @@ if (!existsSync(CHROMIUM)) {
       expect(problems).toEqual([]);
     }, 60_000);
   });
-}
+});

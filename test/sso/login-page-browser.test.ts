@@ -4,34 +4,19 @@
 // after the submission). A screenshot of the form is kept in test/artifacts/. Needs a
 // Chromium (Debian's `chromium` package, or CHROMIUM_PATH); without one the suite is skipped.
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
+import { watchPage, withChromium } from '../support/chromium.js';
 import { CASES, startSsoPlatform, type SsoPlatform } from './harness.js';
 
 jest.setTimeout(120_000);
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ARTIFACTS = fileURLToPath(new URL('../artifacts/', import.meta.url));
 const PASSWORD = 'a password typed in a browser';
-
-/** Console errors, uncaught exceptions and CSP violations of a page, as they happen. */
-async function watch(page: Page): Promise<string[]> {
-  const problems: string[] = [];
-  page.on('console', (message) => {
-    if (message.type() === 'error' || message.type() === 'warning') problems.push(`console ${message.type()}: ${message.text()}`);
-  });
-  page.on('pageerror', (error) => problems.push(`uncaught: ${error.message}`));
-  await page.exposeFunction('reportViolation', (violation: string) => problems.push(`CSP: ${violation}`));
-  await page.addInitScript({
-    content: `document.addEventListener('securitypolicyviolation', (event) =>
-      window.reportViolation(event.effectiveDirective + ' blocked ' + event.blockedURI));`,
-  });
-  return problems;
-}
 
 /** The relying party's callback: a page that says it got the code (the test reads the URL). */
 async function startCallback(): Promise<{ url: string; close(): Promise<void> }> {
@@ -46,21 +31,7 @@ async function startCallback(): Promise<{ url: string; close(): Promise<void> }>
   };
 }
 
-if (!existsSync(CHROMIUM)) {
-  describe('the login page in a browser', () => {
-    // Skipped, not failed, only where no browser can be installed; `.ci/run` installs `chromium`.
-    it.skip(`needs a Chromium executable at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`, () => undefined);
-  });
-} else {
-  let browser: Browser;
-  beforeAll(async () => {
-    // --no-sandbox: CI runs as root, where Chromium's sandbox refuses to start.
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
-  }, 60_000);
-  afterAll(async () => {
-    await browser?.close();
-  });
-
+withChromium('the login page in a browser', (browser) => {
   describe.each(CASES)('the login page in a browser (%s, %s)', (topology, mode) => {
     let env: SsoPlatform;
     let callback: Awaited<ReturnType<typeof startCallback>>;
@@ -78,8 +49,8 @@ if (!existsSync(CHROMIUM)) {
       expect((await env.call('POST', '/api/v1/credentials', admin, { identity_id: identityId, provider: 'LOCAL', secret: PASSWORD })).status).toBe(201);
       const registered = await env.call('POST', '/api/v1/sso/clients', admin, { name: 'Browser Test App', type: 'public', redirect_uris: [callback.url] });
       clientId = (registered.body as { id: string }[])[0]!.id;
-      page = await browser.newPage({ locale: 'pt-BR' });
-      problems = await watch(page);
+      page = await browser().newPage({ locale: 'pt-BR' });
+      problems = await watchPage(page);
     });
     afterAll(async () => {
       await page?.close();
@@ -134,4 +105,4 @@ if (!existsSync(CHROMIUM)) {
       expect(problems).toEqual(['console error: Failed to load resource: the server responded with a status of 400 (Bad Request)']);
     });
   });
-}
+});
