@@ -31,6 +31,8 @@ export async function startGoogleServer(): Promise<GoogleServer> {
   const server = new OAuth2Server();
   const key = await server.issuer.keys.generate('RS256');
   await server.start(0, '127.0.0.1');
+  // The mock names itself `localhost`; a browser may try that on ::1, where nothing listens.
+  server.issuer.url = server.issuer.url!.replace('//localhost:', '//127.0.0.1:');
   let claims: Record<string, unknown> = {};
   const tokenAuthorizations: (string | undefined)[] = [];
   server.service.on('beforeTokenSigning', (token) => Object.assign(token.payload, claims));
