@@ -52,9 +52,9 @@ export const PUBLIC_ROUTES: readonly { methods: readonly string[]; path: RegExp 
   { methods: ['GET', 'HEAD'], path: /^\/api\/v1\/sso\/federation\/[^/]+\/(start|callback)\/?$/ },
   // Browser sign-in: a browser brings no bearer token. The pages check what they are sent
   // themselves (the client and redirect URI, the form's anti-forgery value, the ID token hint).
-  { methods: ['GET', 'HEAD'], path: /^\/api\/v1\/sso\/authorize\/?$/ },
+  { methods: ['GET'], path: /^\/api\/v1\/sso\/authorize\/?$/ },
   { methods: ['POST'], path: /^\/api\/v1\/sso\/login\/?$/ },
-  { methods: ['GET', 'HEAD', 'POST'], path: /^\/api\/v1\/sso\/logout\/?$/ },
+  { methods: ['GET', 'POST'], path: /^\/api\/v1\/sso\/logout\/?$/ },
   { methods: ['GET', 'HEAD'], path: /^\/\.well-known\/(openid-configuration|oauth-authorization-server)\/?$/ },
 ];
 

@@ -3,11 +3,11 @@ import { sendProblem, type App } from '@app/platform';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
 /**
- * Routes whose service accepts less than BODY_LIMIT (sso's token and revoke endpoints take a
- * few short parameters: 16 KiB). The edge refuses more itself, so an oversized body never
+ * Routes whose service accepts less than BODY_LIMIT (sso's token and revoke endpoints and its
+ * login and logout forms take a few short parameters: 16 KiB). The edge refuses more itself, so an oversized body never
  * travels to a service that would refuse it halfway through.
  */
-const SMALLER_LIMITS: { path: RegExp; limit: number }[] = [{ path: /^\/api\/v1\/sso\/(token|revoke)\/?$/, limit: 16_384 }];
+const SMALLER_LIMITS: { path: RegExp; limit: number }[] = [{ path: /^\/api\/v1\/sso\/(token|revoke|login|logout)\/?$/, limit: 16_384 }];
 
 /** The largest body `url` may carry at the edge. */
 export function bodyLimitFor(url: string, bodyLimit: number): number {

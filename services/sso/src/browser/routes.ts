@@ -40,9 +40,11 @@ export async function browserRoutes(app: App, options: BrowserRoutesOptions): Pr
   });
   app.setErrorHandler(pageErrorHandler);
   const page = { config: { auth: 'public' }, schema: { hide: true } } as const;
+  // No HEAD twin: an authorization request records a pending sign-in, which a HEAD must not do.
+  const navigation = { ...page, exposeHeadRoute: false } as const;
 
-  app.get(AUTHORIZE_PATH, page, (request, reply) => browser.authorize(request, reply));
+  app.get(AUTHORIZE_PATH, navigation, (request, reply) => browser.authorize(request, reply));
   app.post(LOGIN_PATH, { ...page, bodyLimit: FORM_BODY_LIMIT }, (request, reply) => browser.login(request, reply));
-  app.get(END_SESSION_PATH, page, (request, reply) => options.endSession(request, reply));
+  app.get(END_SESSION_PATH, navigation, (request, reply) => options.endSession(request, reply));
   app.post(END_SESSION_PATH, { ...page, bodyLimit: FORM_BODY_LIMIT }, (request, reply) => options.endSession(request, reply));
 }
