@@ -140,6 +140,10 @@ describe.each(CASES)('sign-in through Google and GitHub (%s, %s)', (topology, mo
     const missing = await pageOf(await fetch(`${env.gateway}/api/v1/sso/federation/google/start`, { redirect: 'manual' }));
     expect(missing.status).toBe(400);
     expect(missing.body).toContain('This sign-in link is incomplete.');
+    // A HEAD records nothing: the routes answer GET only.
+    for (const step of ['start', 'callback']) {
+      expect((await fetch(`${env.gateway}/api/v1/sso/federation/google/${step}?request=${randomUUID()}`, { method: 'HEAD' })).status).toBeGreaterThanOrEqual(400);
+    }
     // A request id that names no pending authorization request ends here, before the provider.
     const unknown = await pageOf(await fetch(`${env.gateway}/api/v1/sso/federation/google/start?request=${randomUUID()}`, { redirect: 'manual' }));
     expect(unknown.status).toBe(400);

@@ -49,7 +49,8 @@ export const PUBLIC_ROUTES: readonly { methods: readonly string[]; path: RegExp 
   { methods: ['POST'], path: /^\/api\/v1\/sso\/(token|revoke|introspect)\/?$/ },
   { methods: ['GET', 'HEAD'], path: /^\/api\/v1\/sso\/jwks\/?$/ },
   // Sign-in through Google or GitHub: a browser with no token yet goes there and comes back.
-  { methods: ['GET', 'HEAD'], path: /^\/api\/v1\/sso\/federation\/[^/]+\/(start|callback)\/?$/ },
+  // GET only: a start records an upstream round trip and a callback uses one up, which a HEAD must not do.
+  { methods: ['GET'], path: /^\/api\/v1\/sso\/federation\/[^/]+\/(start|callback)\/?$/ },
   // Browser sign-in: a browser brings no bearer token. The pages check what they are sent
   // themselves (the client and redirect URI, the form's anti-forgery value, the ID token hint).
   { methods: ['GET'], path: /^\/api\/v1\/sso\/authorize\/?$/ },

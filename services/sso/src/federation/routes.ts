@@ -93,6 +93,8 @@ export async function federationRoutes(app: App, options: FederationRoutesOption
     FEDERATION_START_PATH,
     {
       config: { auth: 'public' },
+      // No HEAD twin: a start records an upstream round trip and a callback uses one up.
+      exposeHeadRoute: false,
       schema: {
         tags: ['SSO'],
         operationId: 'startFederatedSignIn',
@@ -125,6 +127,8 @@ export async function federationRoutes(app: App, options: FederationRoutesOption
     FEDERATION_CALLBACK_PATH,
     {
       config: { auth: 'public' },
+      // No HEAD twin: a start records an upstream round trip and a callback uses one up.
+      exposeHeadRoute: false,
       schema: {
         tags: ['SSO'],
         operationId: 'completeFederatedSignIn',
