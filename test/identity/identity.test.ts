@@ -312,7 +312,7 @@ describe.each(CASES)('identity service through the platform\'s edge (%s, %s)', (
     it('finds an identity by email (any case) or id for the platform\'s own service token', async () => {
       const byEmail = await lookup({ email: 'ADA@example.com' }, platform);
       expect(byEmail.status).toBe(200);
-      expect(byEmail.body).toEqual({ id: ada.id, name: 'Ada', email: 'ada@example.com', roles: [], activated: true });
+      expect(byEmail.body).toEqual({ id: ada.id, name: 'Ada', email: 'ada@example.com', avatar: null, roles: [], activated: true });
       expect((await lookup({ id: ada.id }, platform)).body.id).toBe(ada.id);
       expect((await lookup({ email: 'nobody@example.com' }, platform)).status).toBe(404);
     });

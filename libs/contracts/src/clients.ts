@@ -1,4 +1,7 @@
 import type {
+  FederatedCreateRequest,
+  FederatedCredential,
+  FederatedLookupRequest,
   IdentityLookupRequest,
   InternalIdentity,
   VerifyApiKeyResponse,
@@ -28,6 +31,8 @@ export interface IdentityCreateRequest {
   name: string;
   email: string;
   roles: string[];
+  /** An http(s) picture URL (an upstream account's), at most 2048 characters. */
+  avatar?: string;
 }
 
 /** identity, as other services see it. */
@@ -49,6 +54,13 @@ export interface CredentialsClient {
   verifyApiKey(apiKey: string): Promise<VerifyApiKeyResponse>;
   /** Gives an identity its LOCAL password; false when it already has one (nothing changed). */
   createLocalPassword(identityId: string, password: string): Promise<boolean>;
+  /** The GOOGLE or GITHUB credential holding this upstream subject; undefined when none does. */
+  findFederated(request: FederatedLookupRequest): Promise<FederatedCredential | undefined>;
+  /**
+   * Links an upstream subject to an identity (a new GOOGLE or GITHUB credential); undefined
+   * when the subject is linked already (nothing changed).
+   */
+  createFederated(request: FederatedCreateRequest): Promise<FederatedCredential | undefined>;
 }
 
 /** A service's own readiness, as the health report reads it. */

@@ -48,6 +48,9 @@ export const PUBLIC_ROUTES: readonly { methods: readonly string[]; path: RegExp 
   // no bearer token to show the edge) or with an admin's bearer token.
   { methods: ['POST'], path: /^\/api\/v1\/sso\/(token|revoke|introspect)\/?$/ },
   { methods: ['GET', 'HEAD'], path: /^\/api\/v1\/sso\/jwks\/?$/ },
+  // Sign-in through Google or GitHub: a browser with no token yet goes there and comes back.
+  // GET only: a start records an upstream round trip and a callback uses one up, which a HEAD must not do.
+  { methods: ['GET'], path: /^\/api\/v1\/sso\/federation\/[^/]+\/(start|callback)\/?$/ },
   // Browser sign-in: a browser brings no bearer token. The pages check what they are sent
   // themselves (the client and redirect URI, the form's anti-forgery value, the ID token hint).
   { methods: ['GET'], path: /^\/api\/v1\/sso\/authorize\/?$/ },

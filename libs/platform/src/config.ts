@@ -48,6 +48,25 @@ const isOrigin = (value: string) => {
   }
 };
 
+/** Whether `host` (a URL's hostname) is this machine: where plain http is acceptable. */
+const isLoopbackHost = (host: string) => host === 'localhost' || host === '[::1]' || /^127(\.\d{1,3}){3}$/.test(host);
+
+/**
+ * An upstream identity provider's URL: https, or http on loopback only (a provider on this
+ * machine, in development and tests); an authorization code must never cross a network in clear.
+ */
+const upstreamUrl = z.string().refine(
+  (value) => {
+    try {
+      const url = new URL(value);
+      return url.protocol === 'https:' || (url.protocol === 'http:' && isLoopbackHost(url.hostname));
+    } catch {
+      return false;
+    }
+  },
+  { error: 'expected an https:// URL (http:// only on localhost or 127.0.0.1)' },
+);
+
 /**
  * Where a service is: one http(s) URL, or several separated by commas, its replicas, which its
  * callers balance across (clients/replicas.ts). Kept as the text, spaces around commas removed.
@@ -206,6 +225,25 @@ const configShape = z.object({
       }
       return { max, windowSeconds };
     }),
+  /**
+   * Sign-in with Google (OpenID Connect): the OAuth client registered in Google's console,
+   * whose redirect URI is `${JWT_ISSUER}/api/v1/sso/federation/google/callback`. Both set
+   * turns it on; neither leaves it off.
+   */
+  GOOGLE_CLIENT_ID: z.string().min(1).max(512).optional(),
+  GOOGLE_CLIENT_SECRET: z.string().min(1).max(512).optional(),
+  /** Where Google's OpenID configuration is discovered (`/.well-known/openid-configuration` under it). */
+  GOOGLE_ISSUER: upstreamUrl.default('https://accounts.google.com'),
+  /**
+   * Sign-in with GitHub (OAuth 2 and its user API): the OAuth app's client, whose callback URL
+   * is `${JWT_ISSUER}/api/v1/sso/federation/github/callback`. Both set turns it on.
+   */
+  GITHUB_CLIENT_ID: z.string().min(1).max(512).optional(),
+  GITHUB_CLIENT_SECRET: z.string().min(1).max(512).optional(),
+  /** GitHub's endpoints; overridable for GitHub Enterprise Server (and tests). */
+  GITHUB_AUTHORIZE_URL: upstreamUrl.default('https://github.com/login/oauth/authorize'),
+  GITHUB_TOKEN_URL: upstreamUrl.default('https://github.com/login/oauth/access_token'),
+  GITHUB_API_URL: upstreamUrl.default('https://api.github.com'),
   /** The first administrator, created once with a LOCAL password when it does not exist. */
   BOOTSTRAP_ADMIN_EMAIL: z.email({ pattern: z.regexes.html5Email, error: 'expected an email address' }).optional(),
   BOOTSTRAP_ADMIN_PASSWORD: z.string().min(12, { error: 'expected a password of at least 12 characters' }).max(1024).optional(),
@@ -300,6 +338,20 @@ const CROSS_CHECKS: { keys: ConfigKey[]; check(config: z.output<typeof configSha
       }
     },
   },
+  ...(['GOOGLE', 'GITHUB'] as const).map((provider) => {
+    const id = `${provider}_CLIENT_ID` as const;
+    const secret = `${provider}_CLIENT_SECRET` as const;
+    return {
+      keys: [id, secret] as ConfigKey[],
+      // One without the other is a half-done setup: say which is missing rather than run without it.
+      check: (config: z.output<typeof configShape>, ctx: z.RefinementCtx) => {
+        if ((config[id] === undefined) !== (config[secret] === undefined)) {
+          const missing = config[id] === undefined ? id : secret;
+          ctx.addIssue({ code: 'custom', path: [missing], message: `expected ${id} and ${secret} together` });
+        }
+      },
+    };
+  }),
   {
     keys: ['BOOTSTRAP_ADMIN_EMAIL', 'BOOTSTRAP_ADMIN_PASSWORD'],
     check: (config, ctx) => {
@@ -365,7 +417,7 @@ export function jwksUrlOf(config: Pick<PlatformConfig, 'JWKS_URL' | 'SSO_URL'>):
 export type Env = Record<string, string | undefined>;
 
 /** Variables whose values are secrets: a complaint about one names it, never echoes it. */
-const SECRET_VARIABLES: ReadonlySet<string> = new Set(['API_KEY_HASH_KEY', 'SSO_KEY_ENCRYPTION_SECRET', 'BOOTSTRAP_ADMIN_PASSWORD']);
+const SECRET_VARIABLES: ReadonlySet<string> = new Set(['API_KEY_HASH_KEY', 'SSO_KEY_ENCRYPTION_SECRET', 'BOOTSTRAP_ADMIN_PASSWORD', 'GOOGLE_CLIENT_SECRET', 'GITHUB_CLIENT_SECRET']);
 
 /** Thrown when the environment does not describe a runnable configuration. */
 export class ConfigError extends Error {

@@ -71,3 +71,36 @@ describe('TRUST_PROXY and SIGNUP_RATE_LIMIT', () => {
     expect(() => loadConfig({ TRUST_PROXY: 'loopback,gateway.local' })).toThrow(/TRUST_PROXY: expected IPs, CIDR ranges.*"gateway\.local"/);
   });
 });
+
+describe('Google and GitHub sign-in', () => {
+  it('is off by default, with the providers\' public endpoints as defaults', () => {
+    expect(loadConfig({})).toMatchObject({
+      GOOGLE_ISSUER: 'https://accounts.google.com',
+      GITHUB_AUTHORIZE_URL: 'https://github.com/login/oauth/authorize',
+      GITHUB_TOKEN_URL: 'https://github.com/login/oauth/access_token',
+      GITHUB_API_URL: 'https://api.github.com',
+    });
+    expect(loadConfig({}).GOOGLE_CLIENT_ID).toBeUndefined();
+  });
+
+  it('takes a client id and secret together, naming the one missing and never echoing a secret', () => {
+    expect(loadConfig({ GOOGLE_CLIENT_ID: 'id', GOOGLE_CLIENT_SECRET: 'secret' }).GOOGLE_CLIENT_SECRET).toBe('secret');
+    expect(() => loadConfig({ GOOGLE_CLIENT_ID: 'id' })).toThrow('GOOGLE_CLIENT_SECRET: expected GOOGLE_CLIENT_ID and GOOGLE_CLIENT_SECRET together');
+    let error: unknown;
+    try {
+      loadConfig({ GITHUB_CLIENT_SECRET: 'a-github-secret' });
+    } catch (caught) {
+      error = caught;
+    }
+    expect((error as ConfigError).problems).toEqual([{ variable: 'GITHUB_CLIENT_ID', expected: 'expected GITHUB_CLIENT_ID and GITHUB_CLIENT_SECRET together' }]);
+    expect((error as ConfigError).message).not.toContain('a-github-secret');
+  });
+
+  it('accepts provider URLs over https, and over http only on this machine', () => {
+    expect(loadConfig({ GOOGLE_ISSUER: 'http://127.0.0.1:8080', GITHUB_API_URL: 'http://localhost:9000/api' }).GOOGLE_ISSUER).toBe('http://127.0.0.1:8080');
+    for (const variable of ['GOOGLE_ISSUER', 'GITHUB_AUTHORIZE_URL', 'GITHUB_TOKEN_URL', 'GITHUB_API_URL']) {
+      expect(() => loadConfig({ [variable]: 'http://idp.example.com' })).toThrow(`${variable}: expected an https:// URL (http:// only on localhost or 127.0.0.1)`);
+      expect(() => loadConfig({ [variable]: 'not a url' })).toThrow(ConfigError);
+    }
+  });
+});

@@ -52,6 +52,8 @@ export const credentialsService = defineService({
             throw error;
           }
         },
+        findFederated: (request) => service.findFederated(request),
+        createFederated: (request) => service.createFederated(request, inProcess),
       },
     });
     await app.register(credentialRoutes, { prefix: CREDENTIALS_PREFIX, service });

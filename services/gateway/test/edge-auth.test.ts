@@ -74,6 +74,8 @@ describe('edge authentication', () => {
     ['POST', '/api/v1/sso/introspect'],
     ['GET', '/.well-known/openid-configuration'],
     ['GET', '/.well-known/oauth-authorization-server'],
+    ['GET', '/api/v1/sso/federation/google/start'],
+    ['GET', '/api/v1/sso/federation/github/callback'],
   ])('lets %s %s through without a token', async (method, path) => {
     const response = await fetch(`${url}${path}`, { method, ...(method === 'POST' ? { body: '{}', headers: { 'content-type': 'application/json' } } : {}) });
     expect(response.status).toBe(200);
@@ -104,6 +106,10 @@ describe('edge authentication', () => {
     ['HEAD', '/api/v1/sso/authorize'],
     ['GET', '/api/v1/sso/login'],
     ['GET', '/api/v1/sso/clients'],
+    ['HEAD', '/api/v1/sso/federation/google/start'],
+    ['POST', '/api/v1/sso/federation/google/callback'],
+    ['GET', '/api/v1/sso/federation/google/start/../../clients'],
+    ['GET', '/api/v1/sso/federation/google/other'],
     ['POST', '/api/v1/sso/token/../../products'],
     ['POST', '/api/v1/sso/tokens'],
     ['GET', '/api/v1/products/ping/x'],

@@ -5,7 +5,6 @@ import { subscribeToCredentialEvents } from './events/credential-events.js';
 import { subscribeToIdentityEvents } from './events/identity-events.js';
 import { createAuthorizationCodeGrant } from './browser/code-grant.js';
 import { createEndSession } from './browser/logout.js';
-import type { UpstreamProvider } from './browser/pages.js';
 import { createBrowserSignInRepository } from './browser/repository.js';
 import { browserRoutes } from './browser/routes.js';
 import { createBrowserSignIn } from './browser/service.js';
@@ -14,6 +13,8 @@ import { createClientRepository } from './clients/repository.js';
 import { clientRoutes } from './clients/routes.js';
 import { createClientService } from './clients/service.js';
 import { discoveryRoutes } from './discovery/routes.js';
+import { createFederation } from './federation/federation.js';
+import { federationRoutes } from './federation/routes.js';
 import { PrismaClient } from './generated/prisma/client.js';
 import { configuredKeyService } from './keys/configured.js';
 import { keyRoutes } from './keys/routes.js';
@@ -60,6 +61,14 @@ export function createSsoService(options: SsoOptions = {}): Service {
       'BOOTSTRAP_ADMIN_PASSWORD',
       'IDENTITY_URL',
       'CREDENTIALS_URL',
+      'GOOGLE_CLIENT_ID',
+      'GOOGLE_CLIENT_SECRET',
+      'GOOGLE_ISSUER',
+      'GITHUB_CLIENT_ID',
+      'GITHUB_CLIENT_SECRET',
+      'GITHUB_AUTHORIZE_URL',
+      'GITHUB_TOKEN_URL',
+      'GITHUB_API_URL',
     ],
     migrations: SSO_MIGRATIONS,
     // Revocation events go out through the outbox: none is lost once its revocation committed.
@@ -93,9 +102,8 @@ export function createSsoService(options: SsoOptions = {}): Service {
       const trustedProxies = parseTrustedProxies(config.TRUST_PROXY);
       const oauthClients = createClientService(createClientRepository(prisma));
       const browserRepository = createBrowserSignInRepository(prisma);
-      // The seam for upstream sign-in: federation/ fills this list and registers its routes
-      // beside these, handing back to `browser` once it knows who signed in.
-      const upstream: UpstreamProvider[] = [];
+      // Sign-in through Google and GitHub, for the configured ones: the login page offers each.
+      const federation = createFederation({ config, cache, identities: clients.identity, credentials: clients.credentials, logger });
       const browser = createBrowserSignIn({
         clients: oauthClients,
         repository: browserRepository,
@@ -106,7 +114,7 @@ export function createSsoService(options: SsoOptions = {}): Service {
         issuer: config.JWT_ISSUER,
         trustedProxies,
         logger,
-        upstream,
+        upstream: federation.providers,
       });
       const tokens = createTokenService({
         repository,
@@ -137,8 +145,8 @@ export function createSsoService(options: SsoOptions = {}): Service {
       await clientRoutes(app, { clients: oauthClients });
       const endSession = createEndSession({ browser, clients: oauthClients, verificationKeys: keys.verificationKeys, issuer: config.JWT_ISSUER });
       await app.register(browserRoutes, { browser, endSession });
-      // Upstream sign-in (Google, GitHub) registers here: `await federationRoutes(app, { federation, browser })`,
-      // its callbacks ending in `browser.completeSignIn` or `browser.renderSignInError`.
+      // Upstream sign-in (Google, GitHub): its callbacks end in `browser.completeSignIn` or `browser.renderSignInError`.
+      await federationRoutes(app, { federation, browser, logger });
 
       const subscriptions = [
         await subscribeToCredentialEvents({ bus, logger, revoker }),

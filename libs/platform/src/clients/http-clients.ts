@@ -1,4 +1,5 @@
 import {
+  federatedCredentialSchema,
   INTERNAL_ROUTES,
   internalIdentitySchema,
   serviceReadinessSchema,
@@ -131,6 +132,8 @@ export function createHttpClients(options: HttpClientsOptions): HttpClients {
         const { status } = await post('credentials', INTERNAL_ROUTES.localPasswordCreate, { identityId, password }, createdCredentialSchema, [422]);
         return status === 201;
       },
+      findFederated: async (request) => (await post('credentials', INTERNAL_ROUTES.federatedLookup, request, federatedCredentialSchema, [404])).data,
+      createFederated: async (request) => (await post('credentials', INTERNAL_ROUTES.federatedCreate, request, federatedCredentialSchema, [422])).data,
     },
     readiness: async (service) => {
       try {

@@ -61,6 +61,8 @@ export function createServiceHub(config: PlatformConfig): ServiceHub {
       verifyPassword: (request) => credentials().verifyPassword(request),
       verifyApiKey: (apiKey) => credentials().verifyApiKey(apiKey),
       createLocalPassword: (identityId, password) => credentials().createLocalPassword(identityId, password),
+      findFederated: (request) => credentials().findFederated(request),
+      createFederated: (request) => credentials().createFederated(request),
     },
     readiness: (name) => local.get(name)?.() ?? remote().readiness(name),
   };

@@ -5,6 +5,8 @@ export const credentialNotFound = (id: string) => new AppError('CREDENTIALS_NOT_
 export const identityMissing = (id: string) => new AppError('CREDENTIALS_IDENTITY_NOT_FOUND', 422, 'credentials.identityNotFound', { id });
 export const localExists = () => new AppError('CREDENTIALS_LOCAL_EXISTS', 422, 'credentials.localExists');
 export const subjectTaken = (provider: string) => new AppError('CREDENTIALS_SUBJECT_TAKEN', 422, 'credentials.subjectTaken', { provider });
+/** sso's federated sign-in found no credential for the upstream account (internal route only). */
+export const federatedSubjectNotFound = () => new AppError('CREDENTIALS_FEDERATED_NOT_FOUND', 404, 'credentials.federatedNotFound');
 export const credentialConflict = () => new AppError('CREDENTIALS_CONFLICT', 422, 'credentials.conflict');
 export const activationForbidden = () => new AppError('CREDENTIALS_ACTIVATION_FORBIDDEN', 403, 'credentials.activationForbidden');
 export const identityUnavailable = () => new AppError('CREDENTIALS_IDENTITY_UNAVAILABLE', 503, 'credentials.identityUnavailable', {}, { 'retry-after': '1' });
@@ -19,6 +21,7 @@ defineMessages({
     'credentials.identityNotFound': 'No identity has id {id}; create the identity first.',
     'credentials.localExists': 'This identity already has a LOCAL credential; update it instead.',
     'credentials.subjectTaken': 'This {provider} subject is already linked to a credential.',
+    'credentials.federatedNotFound': 'No credential links this upstream account.',
     'credentials.conflict': 'The credential conflicts with an existing one.',
     'credentials.identityUnavailable': 'The identity service could not be asked; retry shortly.',
     'credentials.rule.type': 'Rule "type follows provider": a {provider} credential has type {type}.',
@@ -37,6 +40,7 @@ defineMessages({
     'credentials.identityNotFound': 'Nenhuma identidade tem o id {id}; crie a identidade primeiro.',
     'credentials.localExists': 'Esta identidade já tem uma credencial LOCAL; atualize-a.',
     'credentials.subjectTaken': 'Este subject de {provider} já está vinculado a uma credencial.',
+    'credentials.federatedNotFound': 'Nenhuma credencial está vinculada a esta conta externa.',
     'credentials.conflict': 'A credencial conflita com uma existente.',
     'credentials.identityUnavailable': 'Não foi possível consultar o serviço de identidades; tente novamente em instantes.',
     'credentials.rule.type': 'Regra "o tipo segue o provedor": uma credencial {provider} tem o tipo {type}.',
@@ -55,6 +59,7 @@ defineMessages({
     'credentials.identityNotFound': 'Ninguna identidad tiene el id {id}; cree la identidad primero.',
     'credentials.localExists': 'Esta identidad ya tiene una credencial LOCAL; actualícela.',
     'credentials.subjectTaken': 'Este subject de {provider} ya está vinculado a una credencial.',
+    'credentials.federatedNotFound': 'Ninguna credencial está vinculada a esta cuenta externa.',
     'credentials.conflict': 'La credencial entra en conflicto con una existente.',
     'credentials.identityUnavailable': 'No se pudo consultar el servicio de identidades; reintente en breve.',
     'credentials.rule.type': 'Regla "el tipo sigue al proveedor": una credencial {provider} tiene el tipo {type}.',
@@ -73,6 +78,7 @@ defineMessages({
     'credentials.identityNotFound': "Aucune identité n'a l'id {id} ; créez d'abord l'identité.",
     'credentials.localExists': 'Cette identité a déjà un identifiant LOCAL ; modifiez-le plutôt.',
     'credentials.subjectTaken': 'Ce subject {provider} est déjà lié à un identifiant.',
+    'credentials.federatedNotFound': 'Aucun identifiant n’est lié à ce compte externe.',
     'credentials.conflict': "L'identifiant entre en conflit avec un identifiant existant.",
     'credentials.identityUnavailable': "Le service des identités n'a pas pu être interrogé ; réessayez bientôt.",
     'credentials.rule.type': 'Règle « le type suit le fournisseur » : un identifiant {provider} a le type {type}.',
@@ -91,6 +97,7 @@ defineMessages({
     'credentials.identityNotFound': 'Keine Identität hat die ID {id}; legen Sie zuerst die Identität an.',
     'credentials.localExists': 'Diese Identität hat bereits einen LOCAL-Zugangsnachweis; ändern Sie diesen.',
     'credentials.subjectTaken': 'Dieses {provider}-Subject ist bereits mit einem Zugangsnachweis verknüpft.',
+    'credentials.federatedNotFound': 'Kein Zugangsnachweis ist mit diesem externen Konto verknüpft.',
     'credentials.conflict': 'Der Zugangsnachweis steht im Konflikt mit einem bestehenden.',
     'credentials.identityUnavailable': 'Der Identitätsdienst war nicht erreichbar; versuchen Sie es gleich erneut.',
     'credentials.rule.type': 'Regel „Typ folgt Anbieter“: ein {provider}-Zugangsnachweis hat den Typ {type}.',

@@ -44,6 +44,8 @@ export interface CredentialRepository {
   findLocal(identityId: string): Promise<CredentialRow | null>;
   /** The API key stored under this keyed hash (unique index). */
   findByKeyHash(keyHash: string): Promise<CredentialRow | null>;
+  /** The GOOGLE or GITHUB credential holding this upstream subject (unique per provider). */
+  findBySubject(provider: string, subject: string): Promise<CredentialRow | null>;
   /** A legacy API key (`ak_<prefix>_…`) not yet moved to a keyed hash. */
   findByLegacyPrefix(prefix: string): Promise<CredentialRow | null>;
   list(filters: CredentialFilters, page: Page, count: boolean): Promise<{ rows: CredentialRow[]; hasMore: boolean; total?: number }>;
@@ -109,6 +111,7 @@ export function createCredentialRepository(database: Database): CredentialReposi
     findById: (id) => prisma.credential.findUnique({ where: { id } }),
     findLocal: (identityId) => prisma.credential.findFirst({ where: { identityId, provider: 'LOCAL' } }),
     findByKeyHash: (keyHash) => prisma.credential.findUnique({ where: { keyHash } }),
+    findBySubject: (provider, subject) => prisma.credential.findUnique({ where: { provider_subject: { provider, subject } } }),
     findByLegacyPrefix: (keyPrefix) => prisma.credential.findFirst({ where: { keyPrefix, keyHash: null, provider: 'API_KEY' } }),
     list: (filters, page, count) => readFilteredPage<CredentialRow>(prisma, CREDENTIAL_TABLE, filters as ListFilters, page, count),
     create: (data, event) =>

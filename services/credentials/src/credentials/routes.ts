@@ -1,4 +1,7 @@
 import {
+  federatedCreateRequestSchema,
+  federatedCredentialSchema,
+  federatedLookupRequestSchema,
   INTERNAL_ROUTES,
   verifyApiKeyRequestSchema,
   verifyApiKeyResponseSchema,
@@ -28,6 +31,7 @@ import {
   listCredentialsQuerySchema,
   updateCredentialBodySchema,
 } from './schemas.js';
+import { federatedSubjectNotFound, subjectTaken } from './errors.js';
 import type { Caller, CredentialService, TaggedCredential } from './service.js';
 
 export const CREDENTIALS_PREFIX = '/api/v1/credentials';
@@ -197,6 +201,40 @@ export async function credentialInternalRoutes(app: App, options: CredentialRout
       },
     },
     async (request) => options.service.verifyApiKey(request.body.apiKey, callerOf(request).authority),
+  );
+
+  app.post(
+    INTERNAL_ROUTES.federatedLookup,
+    {
+      config: systemOnly,
+      schema: {
+        ...schema('Find the GOOGLE or GITHUB credential of an upstream subject: sso\'s federated sign-in (system tokens only)'),
+        body: federatedLookupRequestSchema,
+        response: { 200: federatedCredentialSchema, ...errors },
+      },
+    },
+    async (request) => {
+      const found = await options.service.findFederated(request.body);
+      if (!found) throw federatedSubjectNotFound();
+      return found;
+    },
+  );
+
+  app.post(
+    INTERNAL_ROUTES.federatedCreate,
+    {
+      config: systemOnly,
+      schema: {
+        ...schema('Link an upstream subject to an identity: sso\'s federated sign-up (system tokens only)'),
+        body: federatedCreateRequestSchema,
+        response: { 201: federatedCredentialSchema, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const created = await options.service.createFederated(request.body, callerOf(request));
+      if (!created) throw subjectTaken(request.body.provider);
+      return reply.code(201).send(created);
+    },
   );
 
   app.post(

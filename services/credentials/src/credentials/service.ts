@@ -3,6 +3,9 @@ import {
   type CallAuthority,
   type CredentialEvent,
   type CredentialProvider,
+  type FederatedCreateRequest,
+  type FederatedCredential,
+  type FederatedLookupRequest,
   type IdentityClient,
   type IdentityLookupRequest,
   type InternalIdentity,
@@ -11,6 +14,7 @@ import {
   type VerifyPasswordResponse,
 } from '@app/contracts';
 import {
+  AppError,
   entityTag,
   forbidden,
   isAdmin,
@@ -172,7 +176,7 @@ export function createCredentialService(deps: CredentialServiceDeps) {
     return {};
   };
 
-  return {
+  const service = {
     /** Admins and system tokens only; the identity must exist (asked of identity with the caller's token). */
     async create(input: CreateCredentialInput, caller: Caller, options: { platform?: boolean } = {}): Promise<TaggedCredential> {
       if (!isPrivileged(caller.principal)) throw forbidden();
@@ -287,6 +291,28 @@ export function createCredentialService(deps: CredentialServiceDeps) {
       await deps.signInChanged();
     },
 
+    /** sso's federated sign-in: the credential linking this upstream account, if any. */
+    async findFederated(request: FederatedLookupRequest): Promise<FederatedCredential | undefined> {
+      const row = await repository.findBySubject(request.provider, request.subject);
+      if (!row) return undefined;
+      await recordUse(row.id);
+      return { credentialId: row.id, identityId: row.identityId, activated: row.activated };
+    },
+
+    /**
+     * sso's federated sign-up: links an upstream account to the identity just created for it.
+     * Undefined when another sign-in linked the subject first (the unique index decides).
+     */
+    async createFederated(request: FederatedCreateRequest, caller: Caller): Promise<FederatedCredential | undefined> {
+      try {
+        const { record } = await service.create({ identity_id: request.identityId, provider: request.provider, subject: request.subject }, caller, { platform: true });
+        return { credentialId: record.id, identityId: record.identity_id, activated: record.activated };
+      } catch (error) {
+        if (error instanceof AppError && error.code === 'CREDENTIALS_SUBJECT_TAKEN') return undefined;
+        throw error;
+      }
+    },
+
     /**
      * Checks a LOCAL password. Every path that fails before the real comparison verifies a
      * dummy hash instead, so the answer takes as long whether or not the account exists.
@@ -330,4 +356,5 @@ export function createCredentialService(deps: CredentialServiceDeps) {
       return { valid: true, identityId: identity.id, credentialId: credential.id, roles: identity.roles };
     },
   };
+  return service;
 }

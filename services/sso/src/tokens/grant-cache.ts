@@ -103,6 +103,8 @@ export async function createGrantCache(options: {
     credentials: {
       verifyPassword: (request) => credentials.verifyPassword(request),
       createLocalPassword: (identityId, password) => credentials.createLocalPassword(identityId, password),
+      findFederated: (request) => credentials.findFederated(request),
+      createFederated: (request) => credentials.createFederated(request),
       verifyApiKey: (apiKey) =>
         cached(apiKeys, createHmac('sha256', keyOfSecret).update(apiKey).digest('base64url'), () => credentials.verifyApiKey(apiKey), (verdict) => verdict.valid),
     },
