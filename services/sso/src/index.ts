@@ -8,7 +8,7 @@ export { configuredKeyService } from './keys/configured.js';
 export { FIRST_PARTY_CLIENT_ID } from './clients/first-party.js';
 export { createFederation, federationPath, type Federation, type FederationConfig, type FederatedSignIn } from './federation/federation.js';
 export { federationRoutes, FEDERATION_CALLBACK_PATH, FEDERATION_START_PATH } from './federation/routes.js';
-export type { BrowserSignIn } from './federation/browser-sign-in.js';
+export type { BrowserSignIn } from './browser/service.js';
 export { createGoogleProvider, clientAuthFor } from './federation/google.js';
 export { createGitHubProvider } from './federation/github.js';
 export { FederationError, newUpstreamChecks, pkceChallenge, type FederationProvider, type UpstreamAccount, type UpstreamChecks } from './federation/provider.js';

@@ -1,7 +1,7 @@
 import { negotiateLocale, translate, type App, type Logger } from '@app/platform';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import type { BrowserSignIn } from './browser-sign-in.js';
+import type { BrowserSignIn } from '../browser/service.js';
 import { federationPath, type Federation } from './federation.js';
 import { FAILURE_MESSAGE } from './messages.js';
 import { FAILURE_STATUS, FederationError } from './provider.js';
@@ -41,7 +41,8 @@ const providerParamsSchema = z.object({ provider: z.string().describe('`google` 
 
 export interface FederationRoutesOptions {
   federation: Federation;
-  browser: BrowserSignIn;
+  /** The hosted login's side of an upstream sign-in: finish it, fail it, check its pending request. */
+  browser: Pick<BrowserSignIn, 'completeSignIn' | 'renderSignInError' | 'pendingRequest'>;
   /** Where failures are logged: their detail is never shown, it may carry what a provider said. */
   logger?: Logger;
 }
@@ -113,7 +114,7 @@ export async function federationRoutes(app: App, options: FederationRoutesOption
     async (request, reply) => {
       const { provider } = request.params;
       try {
-        const isPending = browser.pendingRequest && (async (requestId: string) => (await browser.pendingRequest!(requestId)) !== undefined);
+        const isPending = async (requestId: string) => (await browser.pendingRequest(requestId)) !== undefined;
         const { location, state } = await federation.start(provider, queryOf(request).get('request') ?? undefined, isPending);
         reply.header('set-cookie', cookie(state, UPSTREAM_STATE_TTL_SECONDS)).header('cache-control', 'no-store');
         return reply.redirect(location.toString(), 302);
