@@ -178,16 +178,16 @@ describe('Google as an upstream OpenID Provider (oauth2-mock-server)', () => {
     }
   });
 
-  it('authenticates at the token endpoint the way discovery says: basic first, post when only post is listed', () => {
-    const methodOf = (supported?: string[]) => {
+  it('authenticates at the token endpoint the way discovery says: basic first, post when only post is listed', async () => {
+    const methodOf = async (supported?: string[]) => {
       const headers = new Headers();
       const body = new URLSearchParams();
-      void clientAuthFor({ token_endpoint_auth_methods_supported: supported }, 'secret')({} as never, { client_id: 'id' } as never, body, headers);
+      void (await clientAuthFor({ token_endpoint_auth_methods_supported: supported }, 'secret'))({} as never, { client_id: 'id' } as never, body, headers);
       return headers.has('authorization') ? 'basic' : body.has('client_secret') ? 'post' : 'none';
     };
-    expect(methodOf(['client_secret_post', 'client_secret_basic'])).toBe('basic');
-    expect(methodOf(['client_secret_post'])).toBe('post');
-    expect(methodOf(undefined)).toBe('basic');
+    expect(await methodOf(['client_secret_post', 'client_secret_basic'])).toBe('basic');
+    expect(await methodOf(['client_secret_post'])).toBe('post');
+    expect(await methodOf(undefined)).toBe('basic');
   });
 });
 

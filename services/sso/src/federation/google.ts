@@ -1,4 +1,4 @@
-import * as oidc from 'openid-client';
+import type * as Oidc from 'openid-client';
 import { FederationError, usablePicture, type FederationProvider, type UpstreamAccount } from './provider.js';
 
 export interface GoogleOptions {
@@ -19,10 +19,19 @@ const DISCOVERY_TTL_MS = 3_600_000;
 const SCOPE = 'openid email profile';
 
 /**
+ * openid-client, loaded with the first Google sign-in: every process imports this module (sso's
+ * entry re-exports it), and one without Google configured would carry the library (~7 MB
+ * resident) for nothing.
+ */
+let library: Promise<typeof Oidc> | undefined;
+const openidClient = () => (library ??= import('openid-client'));
+
+/**
  * The client authentication the issuer's metadata names, basic preferred. An issuer that names
  * neither (or no method at all) gets basic: OpenID Connect Core §9 makes it the default.
  */
-export function clientAuthFor(metadata: Pick<oidc.ServerMetadata, 'token_endpoint_auth_methods_supported'>, secret: string): oidc.ClientAuth {
+export async function clientAuthFor(metadata: Pick<Oidc.ServerMetadata, 'token_endpoint_auth_methods_supported'>, secret: string): Promise<Oidc.ClientAuth> {
+  const oidc = await openidClient();
   const supported = metadata.token_endpoint_auth_methods_supported ?? [];
   if (!supported.includes('client_secret_basic') && supported.includes('client_secret_post')) return oidc.ClientSecretPost(secret);
   return oidc.ClientSecretBasic(secret);
@@ -36,15 +45,16 @@ export function clientAuthFor(metadata: Pick<oidc.ServerMetadata, 'token_endpoin
 export function createGoogleProvider(options: GoogleOptions): FederationProvider {
   // http is accepted on loopback only (config refuses it elsewhere): a provider on this machine.
   const insecure = new URL(options.issuer).protocol === 'http:';
-  let discovered: { configuration: Promise<oidc.Configuration>; at: number } | undefined;
+  let discovered: { configuration: Promise<Oidc.Configuration>; at: number } | undefined;
 
-  const discover = async (): Promise<oidc.Configuration> => {
+  const discover = async (): Promise<Oidc.Configuration> => {
+    const oidc = await openidClient();
     const timeout = options.timeoutMs / 1000;
     const execute = insecure ? [oidc.allowInsecureRequests] : [];
     const found = await oidc.discovery(new URL(options.issuer), options.clientId, undefined, undefined, { timeout, execute });
     const metadata = found.serverMetadata();
     // Built again with the authentication the issuer supports, which discovery could not know beforehand.
-    const configuration = new oidc.Configuration(metadata, options.clientId, options.clientSecret, clientAuthFor(metadata, options.clientSecret));
+    const configuration = new oidc.Configuration(metadata, options.clientId, options.clientSecret, await clientAuthFor(metadata, options.clientSecret));
     configuration.timeout = timeout;
     for (const apply of execute) apply(configuration);
     // The ID token comes over TLS from the token endpoint, which OpenID Connect lets a client
@@ -54,7 +64,7 @@ export function createGoogleProvider(options: GoogleOptions): FederationProvider
   };
 
   /** The configuration, discovered at most once per DISCOVERY_TTL_MS; a failed discovery is retried at the next sign-in. */
-  const configuration = (): Promise<oidc.Configuration> => {
+  const configuration = (): Promise<Oidc.Configuration> => {
     if (!discovered || Date.now() - discovered.at > DISCOVERY_TTL_MS) {
       const attempt = discover();
       discovered = { configuration: attempt, at: Date.now() };
@@ -72,6 +82,7 @@ export function createGoogleProvider(options: GoogleOptions): FederationProvider
     id: 'google',
     label: 'Google',
     async authorizationUrl(checks, redirectUri) {
+      const oidc = await openidClient();
       return oidc.buildAuthorizationUrl(await configuration(), {
         redirect_uri: redirectUri,
         response_type: 'code',
@@ -84,11 +95,12 @@ export function createGoogleProvider(options: GoogleOptions): FederationProvider
     },
 
     async completeSignIn(callbackParams, checks, redirectUri): Promise<UpstreamAccount> {
+      const oidc = await openidClient();
       const config = await configuration();
       // openid-client takes redirect_uri from this URL (without its query): the registered one, not the Host header's.
       const callback = new URL(redirectUri);
       callback.search = callbackParams.toString();
-      let claims: oidc.IDToken | undefined;
+      let claims: Oidc.IDToken | undefined;
       try {
         const tokens = await oidc.authorizationCodeGrant(config, callback, {
           expectedState: checks.state,
