@@ -1,5 +1,6 @@
 import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
-import { isColorSupported, prettyFactory } from 'pino-pretty';
+import { createRequire } from 'node:module';
+import type * as PinoPretty from 'pino-pretty';
 import { AppError } from './http/errors.js';
 
 export interface LoggerConfig {
@@ -113,11 +114,18 @@ function prettyMessage(line: Record<string, unknown>, messageKey: string): strin
 }
 
 /**
+ * pino-pretty, loaded only for a terminal: a process whose logs are collected (a container, a
+ * redirected `npm start`) never formats them, and the module costs ~10 MB resident.
+ */
+const prettyPrinter = () => createRequire(import.meta.url)('pino-pretty') as typeof PinoPretty;
+
+/**
  * A destination that turns each JSON line into a readable one, synchronously, in this
  * thread: pino-pretty's formatter without its worker-thread transport, which would cost a
  * second V8 isolate (tens of MB) to format a developer's terminal.
  */
 function prettyDestination(out: DestinationStream, colorize: boolean): DestinationStream {
+  const { prettyFactory } = prettyPrinter();
   const format = prettyFactory({
     translateTime: 'SYS:HH:MM:ss.l',
     ignore: `pid,hostname,${PRETTY_INLINE}`,
@@ -144,7 +152,7 @@ export function createLogger(config: LoggerConfig, destination?: DestinationStre
   if (pretty) {
     // Colours only on the terminal itself, where the terminal says it shows them.
     const out = destination ?? pino.destination({ dest: 1, sync: true });
-    return pino(options, prettyDestination(out, destination === undefined && isColorSupported));
+    return pino(options, prettyDestination(out, destination === undefined && prettyPrinter().isColorSupported));
   }
   return pino(options, destination ?? bufferedStdout());
 }

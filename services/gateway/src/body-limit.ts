@@ -48,7 +48,9 @@ export function registerBodyLimit(app: App, bodyLimit: number): void {
     if (Number(request.headers['content-length'] ?? 0) > limit) return refuse(request, reply, limit);
   });
   app.addHook('preParsing', async (request, reply, payload) => {
-    if (request.headers['content-length'] !== undefined) return payload;
+    // Only a chunked body needs counting: a declared length was checked above, and a request
+    // with neither header has no body (RFC 9112 §6.3), as every GET the edge proxies.
+    if (request.headers['content-length'] !== undefined || request.headers['transfer-encoding'] === undefined) return payload;
     const limit = bodyLimitFor(request.url, bodyLimit);
     let received = 0;
     const counted = new Transform({
