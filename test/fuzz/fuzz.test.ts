@@ -10,7 +10,8 @@ import { anyRequest, reproduction, send, violation, type Targets } from './reque
 /**
  * Property: whatever a client sends to any operation of the API document (as admin, user,
  * nobody or with a forged token), the platform answers, below 500, and every 4xx is
- * problem+json (the OAuth error shape on the token and revoke endpoints).
+ * problem+json (the OAuth error shape on the token and revoke endpoints, an HTML page on the
+ * browser sign-in pages of Google and GitHub).
  *
  * Seeded and reproducible: FUZZ_SEED replays a run; FUZZ_REQUESTS sets the total request
  * count (about 3,000 by default, shared by the modes; `npm run fuzz` sends more). Every

@@ -90,6 +90,8 @@ export function send(base: URL, fuzz: FuzzRequest, timeoutMs: number): Promise<A
 }
 
 const TOKEN_ENDPOINTS = ['/api/v1/sso/token', '/api/v1/sso/revoke', '/api/v1/sso/introspect'];
+/** Pages a browser lands on (Google and GitHub sign-in): their own errors are HTML pages, as documented. */
+const BROWSER_PAGES = ['/api/v1/sso/federation/'];
 
 /** What is wrong with an answer, or undefined when it keeps the property. */
 export function violation(fuzz: FuzzRequest, answer: Answer): string | undefined {
@@ -104,6 +106,9 @@ export function violation(fuzz: FuzzRequest, answer: Answer): string | undefined
   }
   const oauth = TOKEN_ENDPOINTS.some((path) => fuzz.path.startsWith(path));
   if (oauth && type.startsWith('application/json') && typeof parsed?.error === 'string') return undefined;
+  const page = BROWSER_PAGES.some((path) => fuzz.operation.split(' ')[1]?.startsWith(path));
+  // The page's own refusals; what the edge refuses before any route (a NUL, an over-long URL, a forged token) is problem+json there too.
+  if (page && type.startsWith('text/html')) return answer.body.includes('<html') ? undefined : `${answer.status} empty HTML page`;
   if (!type.startsWith('application/problem+json')) return `${answer.status} not problem+json (${type || 'no content type'})`;
   if (!parsed || parsed.status !== answer.status || typeof parsed.title !== 'string') return `${answer.status} malformed problem body`;
   return undefined;
