@@ -1,6 +1,6 @@
 import { pipeline, Transform, type Readable } from 'node:stream';
 import { OAUTH_BODY_TOO_LARGE, OAUTH_FORM_BODY_LIMIT, OAUTH_FORM_PATHS } from '@app/contracts';
-import { sendProblem, type App } from '@app/platform';
+import { sendProblem, urlPath, type App } from '@app/platform';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
 /**
@@ -13,14 +13,9 @@ const SMALLER_LIMITS: { path: RegExp; limit: number }[] = [
   { path: /^\/api\/v1\/sso\/(login|logout)\/?$/, limit: 16_384 },
 ];
 
-const pathOf = (url: string) => {
-  const query = url.indexOf('?');
-  return query === -1 ? url : url.slice(0, query);
-};
-
 /** The largest body `url` may carry at the edge. */
 export function bodyLimitFor(url: string, bodyLimit: number): number {
-  const path = pathOf(url);
+  const path = urlPath(url);
   return Math.min(bodyLimit, SMALLER_LIMITS.find((route) => route.path.test(path))?.limit ?? bodyLimit);
 }
 
@@ -30,7 +25,7 @@ export function bodyLimitFor(url: string, bodyLimit: number): number {
  */
 function refuse(request: FastifyRequest, reply: FastifyReply, limit: number): FastifyReply {
   reply.header('connection', 'close');
-  if (OAUTH_FORM_PATHS.test(pathOf(request.url))) {
+  if (OAUTH_FORM_PATHS.test(urlPath(request.url))) {
     return reply.code(413).header('cache-control', 'no-store').header('pragma', 'no-cache').type('application/json; charset=utf-8').send(OAUTH_BODY_TOO_LARGE);
   }
   return sendProblem(request, reply, { status: 413, code: 'PLATFORM_BODY_TOO_LARGE', messageKey: 'error.bodyTooLarge', params: { limit } });

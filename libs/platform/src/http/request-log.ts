@@ -18,7 +18,7 @@ const QUIET_PATHS = new Set([
 const UNMATCHED_PATH_MAX = 100;
 
 /** The path without its query string (which may carry a token) or one trailing slash. */
-function pathOf(url: string): string {
+export function urlPath(url: string): string {
   const query = url.indexOf('?');
   const path = query === -1 ? url : url.slice(0, query);
   return path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
@@ -64,7 +64,7 @@ export function registerRequestLog<Log extends FastifyBaseLogger, Provider exten
 
 function logResponse(request: FastifyRequest, reply: FastifyReply, failures: WeakMap<FastifyRequest, Error>): void {
   const url = request.url;
-  if (QUIET_PATHS.has(pathOf(url))) return;
+  if (QUIET_PATHS.has(urlPath(url))) return;
   const route = request.routeOptions.url;
   const status = reply.statusCode;
   const ms = Math.round(reply.elapsedTime * 10) / 10;
@@ -74,7 +74,7 @@ function logResponse(request: FastifyRequest, reply: FastifyReply, failures: Wea
   }
   const error = failures.get(request);
   // A request that matched no route has no template: its path, cut short, says what was asked.
-  const path = route === undefined ? pathOf(url).slice(0, UNMATCHED_PATH_MAX) : undefined;
+  const path = route === undefined ? urlPath(url).slice(0, UNMATCHED_PATH_MAX) : undefined;
   if (status >= 500) {
     request.log.error({ method: request.method, route, path, status, ms, err: error }, 'request failed');
     return;
