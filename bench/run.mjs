@@ -12,7 +12,7 @@
 //      (h) browser sign-in round trips (authorize -> login form POST -> code -> token, PKCE S256,
 //      a fresh argon2id check each), closed loop;
 //      then what /metrics costs (>= 0.95x): (a) on two more all-in-ones, METRICS=on and off,
-//      measured on, off, off, on;
+//      both warmed, then measured on, off, off, on;
 //   3. split: crud and the gateway as two processes on real Postgres (a fresh database),
 //      Redis and NATS, tokens from a JWKS the bench serves: (c) cached read-by-id via the gateway,
 //      with one crud process, with 10,000 revoked sessions seeded into every verifier's set
@@ -970,7 +970,11 @@ async function runRound(round, jwks) {
   if (ONLY.includes('all-in-one')) await phase(round, 'all-in-one, METRICS=on beside METRICS=off', async () => {
     const [on, off] = [await startAllInOne(), await startAllInOne({ env: { METRICS: 'off' } })];
     try {
-      const read = (platform, key) => measure(round, key, { url: `${platform.base}/api/v1/products/${platform.id}`, headers: { authorization: `Bearer ${platform.token}` } });
+      const options = (platform) => ({ url: `${platform.base}/api/v1/products/${platform.id}`, headers: { authorization: `Bearer ${platform.token}` }, connections: CONNECTIONS });
+      const read = (platform, key) => measure(round, key, options(platform));
+      // Both warm before either counts: a platform's first seconds (JIT, its start's garbage)
+      // slow its neighbour too, and would weigh on whichever is measured first.
+      for (const platform of [off, on]) await autocannon({ ...options(platform), duration: DURATION });
       const withMetrics = [await read(on, 'readMetricsOn')];
       const without = [await read(off, 'readMetricsOff'), await read(off, 'readMetricsOff')];
       withMetrics.push(await read(on, 'readMetricsOn'));
