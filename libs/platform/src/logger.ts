@@ -136,6 +136,24 @@ function prettyDestination(out: DestinationStream, colorize: boolean): Destinati
   return { write: (line: string) => out.write(format(line)) };
 }
 
+/** The last line's timestamp, and the millisecond it stands for. */
+let stampedAt = -1;
+let stamp = '';
+
+/**
+ * pino's `isoTime` (`,"time":"2026-11-24T22:53:33.090Z"`), formatted once per millisecond: a
+ * busy process writes several lines a millisecond, and Date#toISOString was a third of a
+ * line's cost in pino (1.6 µs a line, 1.0 µs with the stamp reused).
+ */
+function isoTimeOncePerMillisecond(): string {
+  const now = Date.now();
+  if (now !== stampedAt) {
+    stampedAt = now;
+    stamp = `,"time":"${new Date(now).toISOString()}"`;
+  }
+  return stamp;
+}
+
 /**
  * The process's root logger: JSON lines to stdout (or `destination`), level from config,
  * serializers that never copy a header, cookie or body, and a readable format on a terminal.
@@ -147,7 +165,7 @@ export function createLogger(config: LoggerConfig, destination?: DestinationStre
     redact: { paths: REDACTED_KEYS, censor: '[redacted]' },
     serializers: logSerializers,
     base: undefined,
-    timestamp: pino.stdTimeFunctions.isoTime,
+    timestamp: isoTimeOncePerMillisecond,
   };
   if (pretty) {
     // Colours only on the terminal itself, where the terminal says it shows them.
@@ -159,15 +177,20 @@ export function createLogger(config: LoggerConfig, destination?: DestinationStre
 
 /** Longest a collected line waits in the buffer of bufferedStdout. */
 const FLUSH_INTERVAL_MS = 100;
-/** Characters gathered before one write (JSON lines are ASCII, near enough bytes). */
-const BATCH_CHARS = 4096;
+/**
+ * Characters gathered before one write (JSON lines are ASCII, near enough bytes): a pipe's
+ * default capacity. Each write is a round trip through libuv's thread pool (a wake-up, the
+ * write, a completion back on the loop); at 4 KB a busy gateway paid ~10 µs of CPU per
+ * request for them (split mode: 110 µs per proxied read at 4 KB, 100 µs at 64 KB).
+ */
+const BATCH_CHARS = 65_536;
 
 /** Every bufferedStdout's flush, run when the process exits. */
 const exitFlushes = new Set<() => void>();
 let exitHooked = false;
 
 /**
- * stdout for collected JSON, written 4 KB at a time instead of one write(2) per line: a busy
+ * stdout for collected JSON, written 64 KB at a time instead of one write(2) per line: a busy
  * service logs a line per request, and on a small VM the system call cost about as much as
  * the rest of the line (split mode: +10-15% requests per second). A quiet process's lines wait
  * at most FLUSH_INTERVAL_MS; they are written when the process exits (process.exit, a crash,

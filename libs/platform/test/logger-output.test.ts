@@ -26,8 +26,8 @@ const upTo = (n: number) => Array.from({ length: n }, (_, i) => i);
 describe('collected JSON logs on stdout (batched writes)', () => {
   it('writes every line, in order, when the process exits at once', async () => {
     expect(await logThen(3, 'process.exit(0);')).toEqual(upTo(3));
-    // Past several 4 KB batches, with writes still in flight.
-    expect(await logThen(2_000, 'process.exit(0);')).toEqual(upTo(2_000));
+    // Past several 64 KB batches, with writes still in flight.
+    expect(await logThen(5_000, 'process.exit(0);')).toEqual(upTo(5_000));
   });
 
   it("writes a quiet process's lines within a moment, not only at exit", async () => {
