@@ -38,14 +38,20 @@ function refuse(request: FastifyRequest, reply: FastifyReply, limit: number): Fa
  * moment it passes the limit.
  */
 export function registerBodyLimit(app: App, bodyLimit: number): void {
-  app.addHook('onRequest', async (request, reply) => {
-    const limit = bodyLimitFor(request.url, bodyLimit);
-    if (Number(request.headers['content-length'] ?? 0) > limit) return refuse(request, reply, limit);
+  // Callback style, not async: every proxied request passes both hooks, most with no body.
+  app.addHook('onRequest', (request, reply, done) => {
+    const declared = request.headers['content-length'];
+    if (declared !== undefined) {
+      const limit = bodyLimitFor(request.url, bodyLimit);
+      // Answered here: the request goes no further (done is not called).
+      if (Number(declared) > limit) return void refuse(request, reply, limit);
+    }
+    done();
   });
-  app.addHook('preParsing', async (request, reply, payload) => {
+  app.addHook('preParsing', (request, reply, payload, done) => {
     // Only a chunked body needs counting: a declared length was checked above, and a request
     // with neither header has no body (RFC 9112 §6.3), as every GET the edge proxies.
-    if (request.headers['content-length'] !== undefined || request.headers['transfer-encoding'] === undefined) return payload;
+    if (request.headers['content-length'] !== undefined || request.headers['transfer-encoding'] === undefined) return done(null, payload);
     const limit = bodyLimitFor(request.url, bodyLimit);
     let received = 0;
     const counted = new Transform({
@@ -60,6 +66,6 @@ export function registerBodyLimit(app: App, bodyLimit: number): void {
     // error reaches the stream the proxy forwards, and the upstream request is aborted. With
     // pipe it waited for a body that never came and held the service's connection (and its
     // close) until the service's request timeout.
-    return pipeline(payload as Readable, counted, () => undefined);
+    done(null, pipeline(payload as Readable, counted, () => undefined));
   });
 }

@@ -121,8 +121,10 @@ export async function createApp(options: AppOptions): Promise<App> {
     clientErrorHandler: clientErrorResponder(limits),
   }).withTypeProvider<ZodTypeProvider>();
 
-  app.addHook('onRequest', async (request, reply) => {
+  // Hooks on every request are callback style, not async: no promise and no microtask each.
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    done();
   });
   registerRequestLog(app);
   const typed = app as unknown as App;
@@ -150,8 +152,9 @@ export async function createApp(options: AppOptions): Promise<App> {
   app.addHook('preClose', async () => {
     closing = true;
   });
-  app.addHook('onSend', async (_request, reply) => {
+  app.addHook('onSend', (_request, reply, payload, done) => {
     if (closing) reply.header('connection', 'close');
+    done(null, payload);
   });
 
   await app.register(swagger, {
