@@ -107,6 +107,7 @@ describe.each(CASES)('browser sign-in (%s, %s)', (topology, mode) => {
 
     it.each([
       ['plain http off loopback', 'http://app.example.com/cb'],
+      ['plain http on a name that only starts like loopback', 'http://127.0.0.1.example.com/cb'],
       ['a fragment', 'https://app.example.com/cb#frag'],
       ['a relative URI', '/callback'],
       ['a custom scheme', 'myapp://callback'],
@@ -120,8 +121,8 @@ describe.each(CASES)('browser sign-in (%s, %s)', (topology, mode) => {
       }
     });
 
-    it('accepts https anywhere and http on localhost, 127.0.0.1 and [::1]', async () => {
-      const uris = ['https://app.example.com/cb', 'http://localhost/cb', 'http://127.0.0.1:9000/cb', 'http://[::1]:9000/cb'];
+    it('accepts https anywhere and http on localhost, 127.0.0.0/8 and [::1]', async () => {
+      const uris = ['https://app.example.com/cb', 'http://localhost/cb', 'http://127.0.0.1:9000/cb', 'http://127.1.2.3/cb', 'http://[::1]:9000/cb'];
       expect((await register({ name: 'Good', type: 'public', redirect_uris: uris })).status).toBe(201);
     });
   });

@@ -48,8 +48,11 @@ const isOrigin = (value: string) => {
   }
 };
 
-/** Whether `host` (a URL's hostname) is this machine: where plain http is acceptable. */
-const isLoopbackHost = (host: string) => host === 'localhost' || host === '[::1]' || /^127(\.\d{1,3}){3}$/.test(host);
+/**
+ * Whether `host` (a URL's hostname) is this machine (`localhost`, 127.0.0.0/8, `[::1]`): where
+ * plain http is acceptable, for an upstream provider and for a client's redirect URI (RFC 8252 §7.3).
+ */
+export const isLoopbackHost = (host: string): boolean => host === 'localhost' || host === '[::1]' || /^127(\.\d{1,3}){3}$/.test(host);
 
 /**
  * An upstream identity provider's URL: https, or http on loopback only (a provider on this

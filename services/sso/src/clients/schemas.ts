@@ -1,4 +1,4 @@
-import { DEFAULT_LIMIT, issueKey, MAX_LIMIT } from '@app/platform';
+import { DEFAULT_LIMIT, isLoopbackHost, issueKey, MAX_LIMIT } from '@app/platform';
 import { z } from 'zod';
 
 export const CLIENT_TYPES = ['public', 'confidential'] as const;
@@ -19,8 +19,6 @@ export type ClientGrantType = (typeof CLIENT_GRANT_TYPES)[number];
 export const SCOPES = ['openid', 'email', 'profile', 'offline_access'] as const;
 export type Scope = (typeof SCOPES)[number];
 
-/** Loopback hosts, where a native or development client may listen on plain http (RFC 8252 §7.3). */
-const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
 /** A URI longer than this is abuse, not an address; browsers cap whole URLs not far above. */
 const MAX_URI_LENGTH = 2048;
 /** Enough for the environments of one app; a client with more is better registered twice. */
@@ -41,7 +39,7 @@ export function isAllowedRedirectUri(value: string): boolean {
   }
   if (url.username || url.password) return false;
   if (url.protocol === 'https:') return url.hostname !== '';
-  return url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname);
+  return url.protocol === 'http:' && isLoopbackHost(url.hostname);
 }
 
 const redirectUrisField = z
