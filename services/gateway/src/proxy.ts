@@ -1,5 +1,5 @@
 import proxy from '@fastify/http-proxy';
-import { clientAddress, errorCodes, isUnreachable, sendProblem, varyWith, type App } from '@app/platform';
+import { answeredByService, clientAddress, errorCodes, isUnreachable, sendProblem, varyWith, type App } from '@app/platform';
 import type { BlockList } from 'node:net';
 import type { FastifyReply } from 'fastify';
 import { BalancedPool, RetryAgent, type Dispatcher, type Pool } from 'undici';
@@ -129,7 +129,11 @@ export async function registerProxies(app: App, options: ProxyOptions): Promise<
         },
         // Without this an upstream's `connection: keep-alive` would override a client's
         // `Connection: close` (or HTTP/1.0) and hold its socket until the keep-alive timeout.
-        rewriteHeaders: options.cors ? (headers) => edgeCorsHeaders(withoutHopByHop(headers)) : (headers) => withoutHopByHop(headers),
+        // Called once the service's response has come back: the service logged the request.
+        rewriteHeaders: (headers, request) => {
+          answeredByService(request);
+          return options.cors ? edgeCorsHeaders(withoutHopByHop(headers)) : withoutHopByHop(headers);
+        },
         onError: upstreamError(route),
       },
     });

@@ -17,6 +17,19 @@ const QUIET_PATHS = new Set([
 /** Longest path a line keeps for a request that matched no route: anyone can send any URL. */
 const UNMATCHED_PATH_MAX = 100;
 
+/** Requests a service behind this process answered: that service writes their line. */
+const answeredBehind = new WeakSet<object>();
+
+/**
+ * Says a service behind this edge answered `request` (the gateway proxied it and the service's
+ * response came back): the service has logged it under the same request id (X-Request-Id), so
+ * the edge writes no second line. One line per request across the platform, as in the
+ * all-in-one; what the edge answers itself (a 401, a 413, an upstream that failed) it logs.
+ */
+export function answeredByService(request: object | undefined): void {
+  if (request) answeredBehind.add(request);
+}
+
 /** The path without its query string (which may carry a token) or one trailing slash. */
 export function urlPath(url: string): string {
   const query = url.indexOf('?');
@@ -64,7 +77,7 @@ export function registerRequestLog<Log extends FastifyBaseLogger, Provider exten
 
 function logResponse(request: FastifyRequest, reply: FastifyReply, failures: WeakMap<FastifyRequest, Error>): void {
   const url = request.url;
-  if (QUIET_PATHS.has(urlPath(url))) return;
+  if (answeredBehind.has(request) || QUIET_PATHS.has(urlPath(url))) return;
   const route = request.routeOptions.url;
   const status = reply.statusCode;
   const ms = Math.round(reply.elapsedTime * 10) / 10;
