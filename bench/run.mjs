@@ -12,7 +12,7 @@
 //      (h) browser sign-in round trips (authorize -> login form POST -> code -> token, PKCE S256,
 //      a fresh argon2id check each), closed loop;
 //      then what /metrics costs (>= 0.95x): (a) on two more all-in-ones, METRICS=on and off,
-//      both warmed, then measured on, off, off, on;
+//      both warmed, then measured on, off, off, on, twice (each start order once);
 //   3. split: crud and the gateway as two processes on real Postgres (a fresh database),
 //      Redis and NATS, tokens from a JWKS the bench serves: (c) cached read-by-id via the gateway,
 //      with one crud process, with 10,000 revoked sessions seeded into every verifier's set
@@ -966,24 +966,38 @@ async function runRound(round, jwks) {
   // The cost of /metrics: two fresh all-in-ones, with and without it, side by side, measured
   // with, without, without, with (ABBA): a drift over the phase (the load generator warming up,
   // the machine's other work) weighs on both alike. Comparing with (a) measured minutes earlier
-  // in another process swung the ratio from 0.86 to 0.95 between rounds.
+  // in another process swung the ratio from 0.86 to 0.95 between rounds. The pair runs twice,
+  // each time started in the other order: of two identical all-in-ones, the one started first
+  // served ~2% less here (0.95x with METRICS=on started first, 1.00x started second, on this
+  // machine), a bias of the start order that must not count for or against /metrics.
   if (ONLY.includes('all-in-one')) await phase(round, 'all-in-one, METRICS=on beside METRICS=off', async () => {
-    const [on, off] = [await startAllInOne(), await startAllInOne({ env: { METRICS: 'off' } })];
-    try {
-      const options = (platform) => ({ url: `${platform.base}/api/v1/products/${platform.id}`, headers: { authorization: `Bearer ${platform.token}` }, connections: CONNECTIONS });
-      const read = (platform, key) => measure(round, key, options(platform));
-      // Both warm before either counts: a platform's first seconds (JIT, its start's garbage)
-      // slow its neighbour too, and would weigh on whichever is measured first.
-      for (const platform of [off, on]) await autocannon({ ...options(platform), duration: DURATION });
-      const withMetrics = [await read(on, 'readMetricsOn')];
-      const without = [await read(off, 'readMetricsOff'), await read(off, 'readMetricsOff')];
-      withMetrics.push(await read(on, 'readMetricsOn'));
-      const counted = [...withMetrics, ...without].every((row) => row.failures === 0);
-      const sum = (rows) => rows.reduce((total, row) => total + row.rps, 0);
-      rows.push({ ...without[1], rps: sum(without) / 2, failures: counted ? 0 : 1, withMetrics: sum(withMetrics) / sum(without) });
-    } finally {
-      await Promise.all([on.stop(), off.stop()]);
+    const withMetrics = [];
+    const without = [];
+    for (const onFirst of [true, false]) {
+      const startOn = () => startAllInOne();
+      const startOff = () => startAllInOne({ env: { METRICS: 'off' } });
+      const first = await (onFirst ? startOn : startOff)();
+      const second = await (onFirst ? startOff : startOn)().catch(async (error) => {
+        await first.stop();
+        throw error;
+      });
+      const [on, off] = onFirst ? [first, second] : [second, first];
+      try {
+        const options = (platform) => ({ url: `${platform.base}/api/v1/products/${platform.id}`, headers: { authorization: `Bearer ${platform.token}` }, connections: CONNECTIONS });
+        const read = (platform, key) => measure(round, key, options(platform));
+        // Both warm before either counts: a platform's first seconds (JIT, its start's garbage)
+        // slow its neighbour too, and would weigh on whichever is measured first.
+        for (const platform of [off, on]) await autocannon({ ...options(platform), duration: DURATION });
+        withMetrics.push(await read(on, 'readMetricsOn'));
+        without.push(await read(off, 'readMetricsOff'), await read(off, 'readMetricsOff'));
+        withMetrics.push(await read(on, 'readMetricsOn'));
+      } finally {
+        await Promise.all([on.stop(), off.stop()]);
+      }
     }
+    const counted = [...withMetrics, ...without].every((row) => row.failures === 0);
+    const sum = (rows) => rows.reduce((total, row) => total + row.rps, 0);
+    rows.push({ ...without.at(-1), rps: sum(without) / without.length, failures: counted ? 0 : 1, withMetrics: sum(withMetrics) / sum(without) });
   });
 
   if (ONLY.includes('split')) await phase(round, 'split mode', async () => {
