@@ -7,13 +7,12 @@ import * as client from 'openid-client';
 import { FIRST_PARTY_CLIENT_ID } from '@app/sso';
 import { eventually } from '@app/testing';
 import { CASES, claimsOf, startSsoPlatform, type SsoPlatform } from './harness.js';
-import { Browser, ISSUER, POST_LOGOUT_URI, REDIRECT_URI, hiddenField } from './browser-support.js';
+import { authorizationRequest, Browser, ISSUER, POST_LOGOUT_URI, REDIRECT_URI, hiddenField } from './browser-support.js';
 
 jest.setTimeout(120_000);
 
 const CLIENTS = '/api/v1/sso/clients';
 const PASSWORD = 'a browser user password';
-const s256 = (verifier: string) => createHash('sha256').update(verifier).digest('base64url');
 const basic = (id: string, secret: string) => `Basic ${Buffer.from(`${encodeURIComponent(id)}:${encodeURIComponent(secret)}`).toString('base64')}`;
 
 interface Registered {
@@ -29,13 +28,8 @@ describe.each(CASES)('browser sign-in (%s, %s)', (topology, mode) => {
   let publicClient: Registered;
 
   const register = async (body: Record<string, unknown>, token = admin) => env.call('POST', CLIENTS, token, body);
-  const authorizeUrl = (clientId: string, params: Record<string, string> = {}) => {
-    const url = new URL('/api/v1/sso/authorize', env.gateway);
-    const verifier = client.randomPKCECodeVerifier();
-    const defaults = { response_type: 'code', client_id: clientId, redirect_uri: REDIRECT_URI, scope: 'openid email profile offline_access', state: 'the-state', nonce: 'the-nonce', code_challenge: s256(verifier), code_challenge_method: 'S256' };
-    for (const [name, value] of Object.entries({ ...defaults, ...params })) if (value !== '') url.searchParams.set(name, value);
-    return { url, verifier };
-  };
+  const authorizeUrl = (clientId: string, params: Record<string, string> = {}) =>
+    authorizationRequest(env.gateway, clientId, { scope: 'openid email profile offline_access', nonce: 'the-nonce', ...params });
   const exchange = (params: Record<string, string>, headers: Record<string, string> = {}) => env.token({ grant_type: 'authorization_code', redirect_uri: REDIRECT_URI, ...params }, headers);
   /** A fresh code for the public client, by signing in in a new browser. */
   const freshCode = async (params: Record<string, string> = {}) => {

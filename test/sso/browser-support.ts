@@ -1,5 +1,6 @@
 // A relying party's browser, as far as the hosted login page needs one: it follows the
 // authorization endpoint, keeps the cookies the pages set, and posts the login form.
+import { createHash, randomBytes } from 'node:crypto';
 import { expect } from '@jest/globals';
 
 /** The issuer the platform names (JWT_ISSUER's default); requests to it go to the platform under test. */
@@ -7,6 +8,26 @@ export const ISSUER = 'http://localhost:3000';
 /** Registered redirect URIs: loopback http, which the client rules allow; nothing listens there (the test reads the Location). */
 export const REDIRECT_URI = 'http://localhost:8080/callback';
 export const POST_LOGOUT_URI = 'http://localhost:8080/signed-out';
+
+/**
+ * An authorization request as a relying party starts one (code flow, PKCE S256) at `base`, and
+ * its verifier. `params` replace the defaults; an empty value leaves a parameter out.
+ */
+export function authorizationRequest(base: string | URL, clientId: string, params: Record<string, string> = {}): { url: URL; verifier: string } {
+  const verifier = randomBytes(32).toString('base64url');
+  const url = new URL('/api/v1/sso/authorize', base);
+  const defaults = {
+    response_type: 'code',
+    client_id: clientId,
+    redirect_uri: REDIRECT_URI,
+    scope: 'openid email profile',
+    state: 'the-state',
+    code_challenge: createHash('sha256').update(verifier).digest('base64url'),
+    code_challenge_method: 'S256',
+  };
+  for (const [name, value] of Object.entries({ ...defaults, ...params })) if (value !== '') url.searchParams.set(name, value);
+  return { url, verifier };
+}
 
 /** A cookie jar keyed by name: the pages set a few cookies under one path, so names suffice here. */
 export class CookieJar {

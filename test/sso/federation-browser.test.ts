@@ -5,7 +5,7 @@
 // HTTP proxy that takes each request there to the platform under test. A screenshot of the login
 // page with its provider buttons is kept in test/artifacts/. Needs a Chromium, like
 // login-page-browser.test.ts; without one the suite is skipped.
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -15,12 +15,12 @@ import type { Page } from 'playwright-core';
 import { watchPage, withChromium } from '../support/chromium.js';
 import { startGitHubServer, type GitHubServer } from '../support/github-server.js';
 import { startGoogleServer, type GoogleServer } from '../support/google-server.js';
+import { authorizationRequest, ISSUER } from './browser-support.js';
 import { CASES, claimsOf, startSsoPlatform, type SsoPlatform } from './harness.js';
 
 jest.setTimeout(120_000);
 
 const ARTIFACTS = fileURLToPath(new URL('../artifacts/', import.meta.url));
-const ISSUER = 'http://localhost:3000';
 /** The relying party's registered callback, under the issuer too: the browser stops there and the test reads the URL. */
 const CALLBACK = `${ISSUER}/rp/callback`;
 
@@ -88,17 +88,7 @@ withChromium('sign-in with Google in a browser', (browser) => {
     it('signs in with the Google button and lands at the client with a code that redeems as the new identity', async () => {
       const email = `chromium-google-${randomUUID().slice(0, 8)}@example.com`;
       google.signInAs({ sub: `chromium-${randomUUID()}`, email, email_verified: true, name: 'Chromium Google User' });
-      const verifier = randomBytes(32).toString('base64url');
-      const url = new URL('/api/v1/sso/authorize', ISSUER);
-      url.search = new URLSearchParams({
-        response_type: 'code',
-        client_id: clientId,
-        redirect_uri: CALLBACK,
-        scope: 'openid email profile',
-        state: 'browser-state',
-        code_challenge: createHash('sha256').update(verifier).digest('base64url'),
-        code_challenge_method: 'S256',
-      }).toString();
+      const { url, verifier } = authorizationRequest(ISSUER, clientId, { redirect_uri: CALLBACK, state: 'browser-state' });
       expect((await page.goto(url.toString()))?.status()).toBe(200);
       mkdirSync(ARTIFACTS, { recursive: true });
       await page.screenshot({ path: `${ARTIFACTS}login-page-providers-${topology}-${mode}.png`, fullPage: true });

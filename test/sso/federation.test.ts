@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import * as client from 'openid-client';
 import { startGitHubServer, type GitHubAccount, type GitHubServer } from '../support/github-server.js';
 import { startGoogleServer, type GoogleServer } from '../support/google-server.js';
-import { Browser, ISSUER, REDIRECT_URI } from './browser-support.js';
+import { authorizationRequest, Browser, ISSUER, REDIRECT_URI } from './browser-support.js';
 import { CASES, claimsOf, startSsoPlatform, type SsoPlatform } from './harness.js';
 
 // Starts the whole platform; jest's projects mode ignores the preset's testTimeout.
@@ -52,18 +52,7 @@ describe.each(CASES)('sign-in through Google and GitHub (%s, %s)', (topology, mo
    */
   const startAt = async (provider: 'google' | 'github', language = 'en') => {
     const browser = new Browser(env.gateway);
-    const verifier = client.randomPKCECodeVerifier();
-    const authorize = new URL('/api/v1/sso/authorize', ISSUER);
-    authorize.search = new URLSearchParams({
-      response_type: 'code',
-      client_id: clientId,
-      redirect_uri: REDIRECT_URI,
-      scope: 'openid email profile',
-      state: 'client-state',
-      code_challenge: s256(verifier),
-      code_challenge_method: 'S256',
-      idp_hint: provider,
-    }).toString();
+    const { url: authorize, verifier } = authorizationRequest(ISSUER, clientId, { state: 'client-state', idp_hint: provider });
     const toStart = await browser.get(authorize, { 'accept-language': language });
     expect(toStart.status).toBe(303);
     const start = await browser.get(new URL(toStart.headers.get('location')!, ISSUER), { 'accept-language': language });
