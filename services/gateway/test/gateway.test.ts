@@ -5,6 +5,9 @@ import { healthService } from '@app/health';
 import { buildServiceApp, type App } from '@app/platform';
 import { freePort, openTestDependencies, silentLogger, startTokenIssuer, testConfig, type TokenIssuer } from '@app/testing';
 
+/** An upstream answer above the size the edge reads whole: it streams through. */
+const LARGE = 'x'.repeat(200 * 1024);
+
 describe('gateway', () => {
   let deps: Awaited<ReturnType<typeof openTestDependencies>>;
   let health: App;
@@ -25,8 +28,18 @@ describe('gateway', () => {
     health = await buildServiceApp(healthService, { ...deps, config: { ...deps.config, PLATFORM_SERVICES: [] } });
     health.addHook('onRequest', async (request) => void seenIds.push(String(request.id)));
     const healthUrl = await health.listen({ host: '127.0.0.1', port: 0 });
-    // An upstream that accepts connections and never answers.
-    silent = createServer((socket) => void held.push(socket));
+    // An upstream that accepts connections and never answers, except on the few paths below.
+    silent = createServer((socket) => {
+      held.push(socket);
+      socket.on('data', (head) => {
+        const path = head.toString('latin1').split(' ')[1];
+        const answer = (headers: string, body: string, then?: () => void) => socket.write(`HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\n${headers}\r\n${body}`, then);
+        // Headers that promise 100 bytes, then 10 (sent) and a reset.
+        if (path === '/api/v1/sso/broken-body') answer('content-length: 100\r\n', '{"partial"', () => socket.destroy());
+        if (path === '/api/v1/sso/large-body') answer(`content-length: ${LARGE.length}\r\n`, LARGE);
+        if (path === '/api/v1/sso/chunked-body') answer('transfer-encoding: chunked\r\n', '5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n');
+      });
+    });
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
     const silentPort = (silent.address() as { port: number }).port;
     // crud (under /api/v1) is down; sso accepts connections and never answers.
@@ -89,6 +102,23 @@ describe('gateway', () => {
     const response = await fetch(`${gatewayUrl}/api/v1/sso/token`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
     expect(response.status).toBe(502);
     expect(await response.json()).toMatchObject({ code: 'GATEWAY_UPSTREAM_TIMEOUT', detail: 'The sso service did not answer in time; retry shortly.' });
+  });
+
+  it('answers 502 problem+json, never a truncated 200, when an upstream body breaks off', async () => {
+    const response = await fetch(`${gatewayUrl}/api/v1/sso/broken-body`, { headers: auth });
+    expect(response.status).toBe(502);
+    expect(response.headers.get('content-type')).toBe('application/problem+json; charset=utf-8');
+    expect(await response.json()).toMatchObject({ status: 502, code: 'GATEWAY_UPSTREAM_BAD_RESPONSE' });
+  });
+
+  it('passes large bodies and bodies of unknown length through whole', async () => {
+    const large = await fetch(`${gatewayUrl}/api/v1/sso/large-body`, { headers: auth });
+    expect(large.status).toBe(200);
+    expect(large.headers.get('content-length')).toBe(String(LARGE.length));
+    expect(await large.text()).toBe(LARGE);
+    const chunked = await fetch(`${gatewayUrl}/api/v1/sso/chunked-body`, { headers: auth });
+    expect(chunked.status).toBe(200);
+    expect(await chunked.text()).toBe('hello world');
   });
 
   it('answers routes it does not know with 404 problem+json, without calling anyone', async () => {
