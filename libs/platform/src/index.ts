@@ -3,7 +3,7 @@ export * from './logger.js';
 export * from './release.js';
 export * from './runtime.js';
 export * from './http/app.js';
-export { answeredByService, urlPath } from './http/request-log.js';
+export { answeredByService, recordFailure, urlPath } from './http/request-log.js';
 export * from './http/openapi.js';
 export * from './http/cors.js';
 export * from './metrics/metrics.js';

@@ -1,5 +1,5 @@
 import proxy from '@fastify/http-proxy';
-import { answeredByService, clientAddress, errorCodes, isUnreachable, sendProblem, varyWith, type App } from '@app/platform';
+import { answeredByService, clientAddress, recordFailure, errorCodes, isUnreachable, sendProblem, varyWith, type App } from '@app/platform';
 import type { BlockList } from 'node:net';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Readable } from 'node:stream';
@@ -17,7 +17,8 @@ function upstreamError(route: Route) {
     if (reply.sent) return;
     const timedOut = error.statusCode === 504 || errorCodes(error).includes('UND_ERR_HEADERS_TIMEOUT');
     const unreachable = isUnreachable(error);
-    reply.log.warn({ err: error, upstream: route.service }, 'upstream call failed');
+    // The request's one line (`request failed`, at error) carries the cause.
+    recordFailure(reply.request, error);
     if (unreachable) reply.header('retry-after', '1');
     sendProblem(reply.request, reply, {
       status: unreachable ? 503 : 502,
@@ -146,6 +147,14 @@ function replicasDispatcher(urls: string[], options: Pool.Options): Dispatcher {
  * prefixes (sso has two).
  */
 export async function registerProxies(app: App, options: ProxyOptions): Promise<void> {
+  // reply-from logs every failed upstream call at warn ("response errored"), beside the
+  // request's own line, which says the same at error with the cause (recordFailure). Proxied
+  // requests' loggers drop warn, so a failure is one line too; nothing else here warns.
+  app.setChildLoggerFactory((logger, bindings, childOptions) => {
+    const child = logger.child(bindings, childOptions);
+    child.warn = () => undefined;
+    return child;
+  });
   const poolOptions: Pool.Options = { connections: 128, pipelining: 1, headersTimeout: options.timeoutMs, bodyTimeout: options.timeoutMs };
   const dispatchers = new Map<string, Dispatcher>();
   app.addHook('onClose', async () => {

@@ -24,11 +24,11 @@ describe('gateway request log', () => {
   let gatewayUrl: string;
   const lines: string[] = [];
   const logger = createLogger({ LOG_LEVEL: 'info' }, { write: (line: string) => void lines.push(line) });
-  /** The request lines (`request`, or `request failed` for a 5xx) written for request `id`. */
+  /** Every line written for request `id`, by any process part: its request line, and any other. */
   const linesOf = (id: string) =>
     lines
       .map((line) => JSON.parse(line) as Line)
-      .filter((line) => line.reqId === id && (line.msg === 'request' || line.msg === 'request failed'))
+      .filter((line) => line.reqId === id)
       .map(({ service, status, msg }) => ({ service, status, msg }));
   /** Lines are written when the response has finished, a moment after the client has it. */
   const settle = () => new Promise((resolve) => setTimeout(resolve, 50));
@@ -77,6 +77,9 @@ describe('gateway request log', () => {
     const response = await fetch(`${gatewayUrl}/api/v1/products`, { headers: { 'x-request-id': 'edge-503', authorization: `Bearer ${token}` } });
     expect(response.status).toBe(503);
     await settle();
+    // One line, with the cause: not also the proxy library's "response errored" nor a third.
     expect(linesOf('edge-503')).toEqual([{ service: 'gateway', status: 503, msg: 'request failed' }]);
+    const line = lines.map((text) => JSON.parse(text) as Line & { err?: { code?: string; message?: string } }).find((entry) => entry.reqId === 'edge-503');
+    expect(JSON.stringify(line?.err)).toContain('ECONNREFUSED');
   });
 });

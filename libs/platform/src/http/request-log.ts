@@ -30,6 +30,21 @@ export function answeredByService(request: object | undefined): void {
   if (request) answeredBehind.add(request);
 }
 
+/**
+ * The error each failing request failed with, kept until its line is written. A WeakMap, not a
+ * request decoration: only failing requests pay for it, and nothing outlives the request.
+ */
+const failures = new WeakMap<object, Error>();
+
+/**
+ * Gives the line of `request` (`request failed`, for the 5xx it is answered with) the error
+ * that caused it, where that error never reached Fastify's error handler: the gateway answers
+ * a failed upstream call itself. The line is then the request's only one, cause included.
+ */
+export function recordFailure(request: object, error: Error): void {
+  failures.set(request, error);
+}
+
 /** The path without its query string (which may carry a token) or one trailing slash. */
 export function urlPath(url: string): string {
   const query = url.indexOf('?');
@@ -59,10 +74,6 @@ export function requestLogController(): LogController {
 export function registerRequestLog<Log extends FastifyBaseLogger, Provider extends FastifyTypeProvider>(
   app: FastifyInstance<Server, IncomingMessage, ServerResponse, Log, Provider>,
 ): void {
-  // The error a request failed with, kept until its response is logged. A WeakMap, not a
-  // request decoration: only failing requests pay for it, and nothing outlives the request.
-  const failures = new WeakMap<FastifyRequest, Error>();
-
   app.addHook('onError', (request, _reply, error, done) => {
     failures.set(request, error);
     done();
@@ -70,12 +81,12 @@ export function registerRequestLog<Log extends FastifyBaseLogger, Provider exten
 
   // Callback style, not async: no promise per request.
   app.addHook('onResponse', (request, reply, done) => {
-    logResponse(request, reply, failures);
+    logResponse(request, reply);
     done();
   });
 }
 
-function logResponse(request: FastifyRequest, reply: FastifyReply, failures: WeakMap<FastifyRequest, Error>): void {
+function logResponse(request: FastifyRequest, reply: FastifyReply): void {
   const url = request.url;
   if (answeredBehind.has(request) || QUIET_PATHS.has(urlPath(url))) return;
   const route = request.routeOptions.url;
