@@ -161,6 +161,53 @@ if (REAL.natsUrl) {
     }, 30_000);
   });
 
+  describe('nats bus with NATS down at start', () => {
+    it('is returned at once, refuses publishes, and connects, subscribes and publishes once NATS is there', async () => {
+      const stream = `TEST_${randomUUID().slice(0, 8).toUpperCase()}`;
+      const target = new URL(servers.split(',')[0]!);
+      const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 4222) });
+      // The port is known, nobody listens on it yet.
+      await proxy.stop();
+      const bus = await createNatsBus({ servers: `nats://127.0.0.1:${proxy.port}`, logger: silentLogger(), stream, deleteStreamOnClose: true });
+      try {
+        let reconnects = 0;
+        bus.onReconnect(() => reconnects++);
+        await expect(bus.publish('credential.revoked', { too: 'early' })).rejects.toThrow(/not been reached/);
+        await expect(bus.ping()).rejects.toThrow();
+        const group = collector(1, 15_000);
+        const broadcast = collector(1, 15_000);
+        await bus.subscribe('credential.revoked', group.handler, { group: 'sso' });
+        await bus.subscribe('revocation.>', broadcast.handler, { broadcast: true });
+        await proxy.start();
+        // Told once the link is up, as after any reconnection: listeners catch up then.
+        expect(await eventually(async () => reconnects > 0, 10_000)).toBe(true);
+        await bus.ping();
+        // The waiting subscriptions are open now (the consumer is created a moment after the link).
+        await settle(500);
+        await bus.publish('credential.revoked', { after: 'start' });
+        await bus.publish('revocation.session', { after: 'start' });
+        await Promise.all([group.finished, broadcast.finished]);
+        expect(group.received[0]?.data).toEqual({ after: 'start' });
+        expect(broadcast.received[0]?.data).toEqual({ after: 'start' });
+      } finally {
+        await bus.close();
+        await proxy.stop();
+      }
+    }, 30_000);
+
+    it('closes promptly while NATS has still not been reached', async () => {
+      const target = new URL(servers.split(',')[0]!);
+      const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 4222) });
+      await proxy.stop();
+      const bus = await createNatsBus({ servers: `nats://127.0.0.1:${proxy.port}`, logger: silentLogger(), stream: `TEST_${randomUUID().slice(0, 8).toUpperCase()}` });
+      const subscription = await bus.subscribe('credential.revoked', async () => undefined, { group: 'sso' });
+      const started = Date.now();
+      await subscription.unsubscribe();
+      await bus.close();
+      expect(Date.now() - started).toBeLessThan(1_000);
+    });
+  });
+
   describe('nats bus durability', () => {
     it('keeps events for a group while its subscriber is away', async () => {
       const stream = `TEST_${randomUUID().slice(0, 8).toUpperCase()}`;

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import type { ConsumerMessages, JsMsg } from '@nats-io/jetstream';
+import type { ConsumerMessages, JetStreamClient, JetStreamManager, JsMsg } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from '../logger.js';
-import { MAX_DELIVERIES, redeliveryDelayMs, type Bus } from './bus.js';
+import { MAX_DELIVERIES, redeliveryDelayMs, type Bus, type BusHandler, type Subscription } from './bus.js';
 
 export interface NatsBusOptions {
   /** Comma-separated server URLs. */
@@ -48,9 +48,24 @@ function watchConnection(nc: NatsConnection, logger: Logger, reconnected: () => 
   );
 }
 
+/** Pause between attempts to reach NATS when it was not there at start. */
+const FIRST_CONNECT_RETRY_MS = 1_000;
+
+/** What the bus works with once NATS has answered: the connection and its JetStream handles. */
+interface Link {
+  nc: NatsConnection;
+  jsm: JetStreamManager;
+  js: JetStreamClient;
+}
+
 /**
  * NATS JetStream: events are stored in one stream and each subscriber group is a durable
  * pull consumer with explicit acks, so nothing published is lost while a consumer is away.
+ *
+ * NATS down at start ends nothing: the bus is returned at once and reaches NATS in the
+ * background, retrying every second. Until then publishes reject (the outbox keeps the
+ * events and relays them later), subscriptions wait and open when the link does, `ping`
+ * rejects, and `onReconnect` listeners are called once it is up, to catch up on broadcasts.
  */
 export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
   // Loaded on first use: the embedded default never pays for the client.
@@ -60,148 +75,222 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
   ]);
   const stream = options.stream ?? 'EVENTS';
   const prefix = stream.toLowerCase();
-  const nc = await connect({
-    servers: options.servers.split(',').map((s) => s.trim()),
-    name: options.name,
-    maxReconnectAttempts: -1,
-    reconnectTimeWait: 1_000,
-    timeout: 3_000,
-  });
   const reconnectListeners = new Set<() => void>();
-  // The client has re-sent its core subscriptions with the reconnect: broadcasts flow again.
-  watchConnection(nc, options.logger, () => {
+  const notifyReconnected = () => {
     for (const listener of reconnectListeners) listener();
-  });
-  const jsm = await jetstreamManager(nc);
-  const config = {
-    name: stream,
-    subjects: [`${prefix}.>`],
-    max_age: RETENTION_NS,
-    duplicate_window: DUPLICATE_WINDOW_NS,
   };
-  try {
-    await jsm.streams.info(stream);
-  } catch {
-    await jsm.streams.add(config).catch(async (error: unknown) => {
-      // Another replica created it between our look-up and our add.
-      if (!(await jsm.streams.info(stream).catch(() => undefined))) throw error;
-    });
-  }
-  const js = jetstream(nc);
   const running = new Set<ConsumerMessages>();
   let closing = false;
+
+  /** One attempt: connect, watch the connection, make sure the stream exists. */
+  const open = async (): Promise<Link> => {
+    const nc = await connect({
+      servers: options.servers.split(',').map((s) => s.trim()),
+      name: options.name,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 1_000,
+      timeout: 3_000,
+    });
+    try {
+      const jsm = await jetstreamManager(nc);
+      const config = {
+        name: stream,
+        subjects: [`${prefix}.>`],
+        max_age: RETENTION_NS,
+        duplicate_window: DUPLICATE_WINDOW_NS,
+      };
+      try {
+        await jsm.streams.info(stream);
+      } catch {
+        await jsm.streams.add(config).catch(async (error: unknown) => {
+          // Another replica created it between our look-up and our add.
+          if (!(await jsm.streams.info(stream).catch(() => undefined))) throw error;
+        });
+      }
+      // The client has re-sent its core subscriptions with a reconnect: broadcasts flow again.
+      watchConnection(nc, options.logger, notifyReconnected);
+      return { nc, jsm, js: jetstream(nc) };
+    } catch (error) {
+      await nc.close().catch(() => undefined);
+      throw error;
+    }
+  };
+
+  let link: Link | undefined;
+  /** Settles with the link, or undefined if the bus closed before NATS answered. */
+  let linked: Promise<Link | undefined>;
+  try {
+    link = await open();
+    linked = Promise.resolve(link);
+  } catch (error) {
+    options.logger.warn({ err: error }, 'nats unreachable at start; running without it and retrying every second (events wait in the outbox)');
+    linked = (async () => {
+      for (;;) {
+        await new Promise((resolve) => setTimeout(resolve, FIRST_CONNECT_RETRY_MS));
+        if (closing) return undefined;
+        try {
+          const opened = await open();
+          if (closing) {
+            await opened.nc.close().catch(() => undefined);
+            return undefined;
+          }
+          options.logger.info('nats reached; the event bus is connected');
+          link = opened;
+          notifyReconnected();
+          return opened;
+        } catch {
+          // Said once above; the next attempt follows.
+        }
+      }
+    })();
+  }
+
+  /** A durable consumer of `pattern` on `link`, consumed until unsubscribed or closed. */
+  const consume = async ({ jsm, js }: Link, pattern: string, handler: BusHandler, group: string): Promise<Subscription> => {
+    const durable = `${group}-${pattern}`.replace(/[^\w-]/g, '_');
+    await jsm.consumers
+      .add(stream, {
+        durable_name: durable,
+        filter_subject: `${prefix}.${pattern}`,
+        ack_policy: AckPolicy.Explicit,
+        deliver_policy: DeliverPolicy.New,
+        max_deliver: MAX_DELIVERIES,
+        ack_wait: 30 * 1e9,
+      })
+      .catch(async (error: unknown) => {
+        if (!(await jsm.consumers.info(stream, durable).catch(() => undefined))) throw error;
+      });
+    const consumer = await js.consumers.get(stream, durable);
+    let messages = await consumer.consume();
+    let unsubscribed = false;
+    const stopped = () => unsubscribed || closing;
+    running.add(messages);
+    const handle = async (message: JsMsg) => {
+      const attempt = message.info.deliveryCount;
+      try {
+        await handler({
+          subject: message.subject.slice(prefix.length + 1),
+          id: message.headers?.get('Nats-Msg-Id') || String(message.seq),
+          data: message.json(),
+          attempt,
+        });
+        settle(() => message.ack());
+      } catch (error) {
+        options.logger.warn({ err: error, subject: message.subject, attempt }, 'event handler failed; will retry');
+        settle(() => message.nak(redeliveryDelayMs(attempt)));
+      }
+    };
+    /** An ack lost with the connection is no loss: the server redelivers after `ack_wait`. */
+    const settle = (fn: () => void) => {
+      try {
+        fn();
+      } catch (error) {
+        options.logger.warn({ err: error, durable }, 'event ack not sent; the server will redeliver');
+      }
+    };
+    // The consume loop outlives any outage: when its iterator ends in an error (heartbeats
+    // missed, consumer gone), it is logged and the consumer opened again, never left to
+    // reject unheard, which would end the process.
+    void (async () => {
+      while (!stopped()) {
+        try {
+          for await (const message of messages) await handle(message);
+          if (stopped()) return;
+        } catch (error) {
+          if (stopped()) return;
+          options.logger.warn({ err: error, durable }, 'event consumer stopped; reopening it');
+        }
+        await new Promise((resolve) => setTimeout(resolve, 1_000));
+        if (stopped()) return;
+        try {
+          running.delete(messages);
+          messages = await (await js.consumers.get(stream, durable)).consume();
+          running.add(messages);
+        } catch (error) {
+          options.logger.warn({ err: error, durable }, 'event consumer not reopened yet; retrying');
+        }
+      }
+    })();
+    return {
+      unsubscribe: async () => {
+        unsubscribed = true;
+        running.delete(messages);
+        await messages.close();
+      },
+    };
+  };
+
+  /** A core subscription to `pattern` on `link`: every process hears each event, nothing is kept. */
+  const listen = ({ nc }: Link, pattern: string, handler: BusHandler): Subscription => {
+    // JetStream stores what is published on its subjects, and core NATS still fans every
+    // message out to plain subscribers: each process hears it, nothing is kept for it.
+    const subscription = nc.subscribe(`${prefix}.${pattern}`, {
+      callback: (error, message) => {
+        if (error) return;
+        let data: unknown;
+        try {
+          data = message.json();
+        } catch {
+          options.logger.warn({ subject: message.subject }, 'ignoring a broadcast event that is not JSON');
+          return;
+        }
+        const event = { subject: message.subject.slice(prefix.length + 1), id: message.headers?.get('Nats-Msg-Id') || randomUUID(), data, attempt: 1 };
+        handler(event).catch((failure: unknown) => options.logger.warn({ err: failure, subject: event.subject }, 'broadcast event handler failed'));
+      },
+    });
+    return {
+      unsubscribe: async () => {
+        subscription.unsubscribe();
+      },
+    };
+  };
+
+  /** Opens a subscription on the link, now if it is up, else once it is. */
+  const subscribeOn = async (open: (link: Link) => Promise<Subscription>, pattern: string): Promise<Subscription> => {
+    if (link) return open(link);
+    let opened: Subscription | undefined;
+    let cancelled = false;
+    void linked.then(async (up) => {
+      if (!up || cancelled) return;
+      try {
+        opened = await open(up);
+        if (cancelled) await opened.unsubscribe();
+      } catch (error) {
+        options.logger.error({ err: error, pattern }, 'event subscription could not be opened once nats was reached');
+      }
+    });
+    return {
+      unsubscribe: async () => {
+        cancelled = true;
+        await opened?.unsubscribe();
+      },
+    };
+  };
 
   return {
     kind: 'nats',
     publish: async (subject, data, publishOptions) => {
-      await js.publish(`${prefix}.${subject}`, JSON.stringify(data), { msgID: publishOptions?.id ?? randomUUID() });
+      if (!link) throw new Error('nats has not been reached yet; the event stays in the outbox');
+      await link.js.publish(`${prefix}.${subject}`, JSON.stringify(data), { msgID: publishOptions?.id ?? randomUUID() });
     },
-    subscribe: async (pattern, handler, subscribeOptions) => {
-      if (subscribeOptions.broadcast) {
-        // JetStream stores what is published on its subjects, and core NATS still fans every
-        // message out to plain subscribers: each process hears it, nothing is kept for it.
-        const subscription = nc.subscribe(`${prefix}.${pattern}`, {
-          callback: (error, message) => {
-            if (error) return;
-            let data: unknown;
-            try {
-              data = message.json();
-            } catch {
-              options.logger.warn({ subject: message.subject }, 'ignoring a broadcast event that is not JSON');
-              return;
-            }
-            const event = { subject: message.subject.slice(prefix.length + 1), id: message.headers?.get('Nats-Msg-Id') || randomUUID(), data, attempt: 1 };
-            handler(event).catch((failure: unknown) => options.logger.warn({ err: failure, subject: event.subject }, 'broadcast event handler failed'));
-          },
-        });
-        return {
-          unsubscribe: async () => {
-            subscription.unsubscribe();
-          },
-        };
-      }
-      const durable = `${subscribeOptions.group}-${pattern}`.replace(/[^\w-]/g, '_');
-      await jsm.consumers
-        .add(stream, {
-          durable_name: durable,
-          filter_subject: `${prefix}.${pattern}`,
-          ack_policy: AckPolicy.Explicit,
-          deliver_policy: DeliverPolicy.New,
-          max_deliver: MAX_DELIVERIES,
-          ack_wait: 30 * 1e9,
-        })
-        .catch(async (error: unknown) => {
-          if (!(await jsm.consumers.info(stream, durable).catch(() => undefined))) throw error;
-        });
-      const consumer = await js.consumers.get(stream, durable);
-      let messages = await consumer.consume();
-      let unsubscribed = false;
-      const stopped = () => unsubscribed || closing;
-      running.add(messages);
-      const handle = async (message: JsMsg) => {
-        const attempt = message.info.deliveryCount;
-        try {
-          await handler({
-            subject: message.subject.slice(prefix.length + 1),
-            id: message.headers?.get('Nats-Msg-Id') || String(message.seq),
-            data: message.json(),
-            attempt,
-          });
-          settle(() => message.ack());
-        } catch (error) {
-          options.logger.warn({ err: error, subject: message.subject, attempt }, 'event handler failed; will retry');
-          settle(() => message.nak(redeliveryDelayMs(attempt)));
-        }
-      };
-      /** An ack lost with the connection is no loss: the server redelivers after `ack_wait`. */
-      const settle = (fn: () => void) => {
-        try {
-          fn();
-        } catch (error) {
-          options.logger.warn({ err: error, durable }, 'event ack not sent; the server will redeliver');
-        }
-      };
-      // The consume loop outlives any outage: when its iterator ends in an error (heartbeats
-      // missed, consumer gone), it is logged and the consumer opened again, never left to
-      // reject unheard, which would end the process.
-      void (async () => {
-        while (!stopped()) {
-          try {
-            for await (const message of messages) await handle(message);
-            if (stopped()) return;
-          } catch (error) {
-            if (stopped()) return;
-            options.logger.warn({ err: error, durable }, 'event consumer stopped; reopening it');
-          }
-          await new Promise((resolve) => setTimeout(resolve, 1_000));
-          if (stopped()) return;
-          try {
-            running.delete(messages);
-            messages = await (await js.consumers.get(stream, durable)).consume();
-            running.add(messages);
-          } catch (error) {
-            options.logger.warn({ err: error, durable }, 'event consumer not reopened yet; retrying');
-          }
-        }
-      })();
-      return {
-        unsubscribe: async () => {
-          unsubscribed = true;
-          running.delete(messages);
-          await messages.close();
-        },
-      };
-    },
+    subscribe: (pattern, handler, subscribeOptions) =>
+      subscribeOptions.broadcast
+        ? subscribeOn(async (up) => listen(up, pattern, handler), pattern)
+        : subscribeOn((up) => consume(up, pattern, handler, subscribeOptions.group), pattern),
     onReconnect: (listener) => {
       reconnectListeners.add(listener);
       return () => reconnectListeners.delete(listener);
     },
     ping: async () => {
-      await nc.flush();
+      if (!link) throw new Error('nats has not been reached yet');
+      await link.nc.flush();
     },
     close: async () => {
       closing = true;
       await Promise.all([...running].map((messages) => messages.close()));
+      // Not reached yet: the retry loop sees `closing` and stops; there is nothing to drain.
+      if (!link) return;
+      const { nc, jsm } = link;
       if (options.deleteStreamOnClose) await jsm.streams.delete(stream).catch(() => undefined);
       // Draining needs the server: with NATS unreachable it would wait for a reconnection forever.
       const drained = nc.drain().then(
