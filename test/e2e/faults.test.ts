@@ -258,6 +258,91 @@ const real = REAL.databaseUrl && REAL.redisUrl && REAL.natsUrl;
   }, 30_000);
 });
 
+(real ? describe : describe.skip)('all-in-one process started while NATS is unreachable', () => {
+  const entry = join(root, 'apps/all-in-one/dist/main.js');
+  let testDb: Awaited<ReturnType<typeof createTestDatabase>>;
+  let bus: FaultProxy;
+  let child: ChildProcess;
+  let base: string;
+  let dataDir: string;
+  let stderr = '';
+  const ADMIN = { email: 'nats-down-admin@example.com', password: 'a long bootstrap password for nats down' };
+
+  beforeAll(async () => {
+    if (!existsSync(entry)) throw new Error('build first (npm run build): missing apps/all-in-one/dist/main.js');
+    testDb = await createTestDatabase(REAL.databaseUrl!);
+    bus = await startFaultProxy(hostPort(REAL.natsUrl!));
+    bus.cut();
+    dataDir = await mkdtemp(join(tmpdir(), 'nats-down-'));
+    const port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    child = spawn(process.execPath, [entry], {
+      env: {
+        PATH: process.env.PATH,
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        DATA_DIR: dataDir,
+        LOG_LEVEL: 'silent',
+        DATABASE_URL: testDb.url,
+        REDIS_URL: REAL.redisUrl!,
+        NATS_URL: bus.url(REAL.natsUrl!),
+        BOOTSTRAP_ADMIN_EMAIL: ADMIN.email,
+        BOOTSTRAP_ADMIN_PASSWORD: ADMIN.password,
+      },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  }, 60_000);
+
+  afterAll(async () => {
+    if (child && child.exitCode === null) {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await Promise.race([exited, delay(10_000)]);
+      child.kill('SIGKILL');
+    }
+    await bus?.close();
+    await testDb?.drop();
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('starts and serves writes; their events wait in the outbox and are relayed once NATS is reachable', async () => {
+    expect(await eventually(async () => (await call(`${base}/health/readiness`, 'ready')).status === 200, 90_000, 250)).toBe(true);
+    let token = '';
+    expect(
+      await eventually(async () => {
+        const answer = await call(`${base}/api/v1/sso/token`, 'sign in', {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          body: new URLSearchParams({ grant_type: 'password', username: ADMIN.email, password: ADMIN.password }).toString(),
+        });
+        if (answer.status === 200) token = (JSON.parse(answer.body!) as { access_token: string }).access_token;
+        return answer.status === 200;
+      }, 30_000, 250),
+    ).toBe(true);
+    const created = await call(`${base}/api/v1/identity`, 'create identity', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ email: `nats-down-${randomUUID()}@example.com`, name: 'Nats Down' }),
+    });
+    expect(created.status).toBe(201);
+    const database = openPostgres({ url: testDb.url, poolMax: 1, logger: silentLogger() });
+    try {
+      const pending = async () => Number((await database.query<{ count: string }>('select count(*) from "identity"."_outbox"'))[0]!.count);
+      expect(await pending()).toBeGreaterThan(0);
+      bus.restore();
+      expect(await eventually(async () => (await pending()) === 0, 20_000, 250)).toBe(true);
+    } finally {
+      await database.close();
+    }
+    // Never an unhandled error: the process is the same, and stops cleanly.
+    expect([child.exitCode, child.signalCode, stderr]).toEqual([null, null, '']);
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+  }, 150_000);
+});
+
 describe.each(testModes())('split mode: the gateway in front of a service behind a fault proxy (%s)', (mode) => {
   let deps: Awaited<ReturnType<typeof openTestDependencies>>;
   let service: RunningApp;
