@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { createLocalBus, createNatsBus, subjectMatches, type Bus, type BusMessage } from '@app/platform';
-import { eventually, REAL, silentLogger, startTcpProxy } from '@app/testing';
+import { eventually, REAL, silentLogger, startFaultProxy, startTcpProxy } from '@app/testing';
 
 /** Resolves once `count` messages arrived (or rejects after the timeout). */
 function collector(count: number, timeoutMs = 5_000) {
@@ -169,42 +169,56 @@ if (REAL.natsUrl) {
       // The port is known, nobody listens on it yet.
       await proxy.stop();
       const bus = await createNatsBus({ servers: `nats://127.0.0.1:${proxy.port}`, logger: silentLogger(), stream, deleteStreamOnClose: true });
+      const publisher = await createNatsBus({ servers, logger: silentLogger(), stream });
       try {
         let reconnects = 0;
-        bus.onReconnect(() => reconnects++);
+        // Told once the link is up, after the waiting subscriptions opened: what is published
+        // from then on reaches them (a verifier re-reads its source of truth at this moment).
+        bus.onReconnect(() => {
+          reconnects++;
+          void publisher.publish('credential.revoked', { told: 'up' });
+          void publisher.publish('revocation.session', { told: 'up' });
+        });
         await expect(bus.publish('credential.revoked', { too: 'early' })).rejects.toThrow(/not been reached/);
         await expect(bus.ping()).rejects.toThrow();
-        const group = collector(1, 15_000);
-        const broadcast = collector(1, 15_000);
+        const group = collector(2, 15_000);
+        const broadcast = collector(2, 15_000);
         await bus.subscribe('credential.revoked', group.handler, { group: 'sso' });
         await bus.subscribe('revocation.>', broadcast.handler, { broadcast: true });
         await proxy.start();
-        // Told once the link is up, as after any reconnection: listeners catch up then.
         expect(await eventually(async () => reconnects > 0, 10_000)).toBe(true);
         await bus.ping();
-        // The waiting subscriptions are open now (the consumer is created a moment after the link).
-        await settle(500);
         await bus.publish('credential.revoked', { after: 'start' });
         await bus.publish('revocation.session', { after: 'start' });
         await Promise.all([group.finished, broadcast.finished]);
-        expect(group.received[0]?.data).toEqual({ after: 'start' });
-        expect(broadcast.received[0]?.data).toEqual({ after: 'start' });
+        expect(reconnects).toBe(1);
+        expect(group.received.map((message) => message.data)).toEqual(expect.arrayContaining([{ told: 'up' }, { after: 'start' }]));
+        expect(broadcast.received.map((message) => message.data)).toEqual(expect.arrayContaining([{ told: 'up' }, { after: 'start' }]));
       } finally {
         await bus.close();
+        await publisher.close();
         await proxy.stop();
       }
     }, 30_000);
 
-    it('closes promptly while NATS has still not been reached', async () => {
+    it('stops trying once closed before NATS was reached', async () => {
       const target = new URL(servers.split(',')[0]!);
-      const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 4222) });
-      await proxy.stop();
-      const bus = await createNatsBus({ servers: `nats://127.0.0.1:${proxy.port}`, logger: silentLogger(), stream: `TEST_${randomUUID().slice(0, 8).toUpperCase()}` });
-      const subscription = await bus.subscribe('credential.revoked', async () => undefined, { group: 'sso' });
-      const started = Date.now();
-      await subscription.unsubscribe();
-      await bus.close();
-      expect(Date.now() - started).toBeLessThan(1_000);
+      const proxy = await startFaultProxy({ host: target.hostname, port: Number(target.port || 4222) });
+      proxy.cut();
+      try {
+        const bus = await createNatsBus({ servers: proxy.url(servers.split(',')[0]!), logger: silentLogger(), stream: `TEST_${randomUUID().slice(0, 8).toUpperCase()}` });
+        await bus.subscribe('credential.revoked', async () => undefined, { group: 'sso' });
+        const started = Date.now();
+        await bus.close();
+        expect(Date.now() - started).toBeLessThan(1_000);
+        // NATS answers again: a bus that was closed never calls.
+        const attempts = proxy.accepted;
+        proxy.restore();
+        await settle(2_500);
+        expect(proxy.accepted).toBe(attempts);
+      } finally {
+        await proxy.close();
+      }
     });
   });
 

@@ -77,7 +77,13 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
   const prefix = stream.toLowerCase();
   const reconnectListeners = new Set<() => void>();
   const notifyReconnected = () => {
-    for (const listener of reconnectListeners) listener();
+    for (const listener of reconnectListeners) {
+      try {
+        listener();
+      } catch (error) {
+        options.logger.warn({ err: error }, 'a nats reconnect listener failed');
+      }
+    }
   };
   const running = new Set<ConsumerMessages>();
   let closing = false;
@@ -118,30 +124,72 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
 
   let link: Link | undefined;
   /** Settles with the link, or undefined if the bus closed before NATS answered. */
-  let linked: Promise<Link | undefined>;
+  let linked: Promise<Link | undefined> = Promise.resolve(undefined);
+  /** Subscriptions asked for before the link; each opens on it before anyone is told it is up. */
+  const waiting = new Set<{ open: (up: Link) => Promise<Subscription>; opened?: Subscription }>();
+  /** Ends the pause between two attempts early (close). */
+  let wake = () => {};
+
+  /**
+   * Opens every waiting subscription on `up`, those asked for meanwhile too: when it returns,
+   * none is left, so a subscription asked for after `link` is set opens on it at once.
+   */
+  const openWaiting = async (up: Link) => {
+    for (let next = [...waiting].find((entry) => !entry.opened); next; next = [...waiting].find((entry) => !entry.opened)) {
+      const opened = await next.open(up);
+      next.opened = opened;
+      // Unsubscribed while it opened.
+      if (!waiting.has(next)) await opened.unsubscribe();
+    }
+  };
+
+  /** One attempt after a failed start: reach NATS, then open what waits, then say it is up. */
+  const attach = async (): Promise<Link | undefined> => {
+    const up = await open();
+    try {
+      if (!closing) await openWaiting(up);
+    } catch (error) {
+      for (const entry of waiting) await entry.opened?.unsubscribe().catch(() => undefined);
+      for (const entry of waiting) entry.opened = undefined;
+      await up.nc.close().catch(() => undefined);
+      throw error;
+    }
+    if (closing) {
+      for (const entry of waiting) await entry.opened?.unsubscribe().catch(() => undefined);
+      await up.nc.close().catch(() => undefined);
+      return undefined;
+    }
+    link = up;
+    waiting.clear();
+    options.logger.info('nats reached; the event bus is connected');
+    notifyReconnected();
+    return up;
+  };
+
   try {
     link = await open();
-    linked = Promise.resolve(link);
   } catch (error) {
     options.logger.warn({ err: error }, 'nats unreachable at start; running without it and retrying every second (events wait in the outbox)');
+    let said = String(error);
     linked = (async () => {
-      for (;;) {
-        await new Promise((resolve) => setTimeout(resolve, FIRST_CONNECT_RETRY_MS));
+      while (!closing) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, FIRST_CONNECT_RETRY_MS);
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
         if (closing) return undefined;
         try {
-          const opened = await open();
-          if (closing) {
-            await opened.nc.close().catch(() => undefined);
-            return undefined;
-          }
-          options.logger.info('nats reached; the event bus is connected');
-          link = opened;
-          notifyReconnected();
-          return opened;
-        } catch {
-          // Said once above; the next attempt follows.
+          return await attach();
+        } catch (failure) {
+          // Each new cause is said once (refused, then an authorization or JetStream error...).
+          if (String(failure) !== said) options.logger.warn({ err: failure }, 'nats not reached yet; retrying every second');
+          said = String(failure);
         }
       }
+      return undefined;
     })();
   }
 
@@ -221,7 +269,7 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
   };
 
   /** A core subscription to `pattern` on `link`: every process hears each event, nothing is kept. */
-  const listen = ({ nc }: Link, pattern: string, handler: BusHandler): Subscription => {
+  const listen = async ({ nc }: Link, pattern: string, handler: BusHandler): Promise<Subscription> => {
     // JetStream stores what is published on its subjects, and core NATS still fans every
     // message out to plain subscribers: each process hears it, nothing is kept for it.
     const subscription = nc.subscribe(`${prefix}.${pattern}`, {
@@ -238,6 +286,8 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
         handler(event).catch((failure: unknown) => options.logger.warn({ err: failure, subject: event.subject }, 'broadcast event handler failed'));
       },
     });
+    // Live at the server once this resolves: what is published after it is heard.
+    await nc.flush();
     return {
       unsubscribe: async () => {
         subscription.unsubscribe();
@@ -245,24 +295,15 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
     };
   };
 
-  /** Opens a subscription on the link, now if it is up, else once it is. */
-  const subscribeOn = async (open: (link: Link) => Promise<Subscription>, pattern: string): Promise<Subscription> => {
+  /** Opens a subscription on the link, now if it is up, else with the others waiting for it. */
+  const subscribeOn = async (open: (up: Link) => Promise<Subscription>): Promise<Subscription> => {
     if (link) return open(link);
-    let opened: Subscription | undefined;
-    let cancelled = false;
-    void linked.then(async (up) => {
-      if (!up || cancelled) return;
-      try {
-        opened = await open(up);
-        if (cancelled) await opened.unsubscribe();
-      } catch (error) {
-        options.logger.error({ err: error, pattern }, 'event subscription could not be opened once nats was reached');
-      }
-    });
+    const entry: { open: typeof open; opened?: Subscription } = { open };
+    waiting.add(entry);
     return {
       unsubscribe: async () => {
-        cancelled = true;
-        await opened?.unsubscribe();
+        waiting.delete(entry);
+        await entry.opened?.unsubscribe();
       },
     };
   };
@@ -275,8 +316,8 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
     },
     subscribe: (pattern, handler, subscribeOptions) =>
       subscribeOptions.broadcast
-        ? subscribeOn(async (up) => listen(up, pattern, handler), pattern)
-        : subscribeOn((up) => consume(up, pattern, handler, subscribeOptions.group), pattern),
+        ? subscribeOn((up) => listen(up, pattern, handler))
+        : subscribeOn((up) => consume(up, pattern, handler, subscribeOptions.group)),
     onReconnect: (listener) => {
       reconnectListeners.add(listener);
       return () => reconnectListeners.delete(listener);
@@ -288,8 +329,13 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
     close: async () => {
       closing = true;
       await Promise.all([...running].map((messages) => messages.close()));
-      // Not reached yet: the retry loop sees `closing` and stops; there is nothing to drain.
-      if (!link) return;
+      // Not reached yet: the retry loop stops at once, or with the attempt under way, if that
+      // ends soon; there is nothing to drain.
+      if (!link) {
+        wake();
+        await Promise.race([linked, new Promise((resolve) => setTimeout(resolve, CLOSE_TIMEOUT_MS).unref())]);
+        return;
+      }
       const { nc, jsm } = link;
       if (options.deleteStreamOnClose) await jsm.streams.delete(stream).catch(() => undefined);
       // Draining needs the server: with NATS unreachable it would wait for a reconnection forever.
