@@ -82,15 +82,75 @@ const unacceptable = (answers: Answer[], limitMs = 5_000) =>
 
 const real = REAL.databaseUrl && REAL.redisUrl && REAL.natsUrl;
 
+const ALL_IN_ONE = join(root, 'apps/all-in-one/dist/main.js');
+
+interface Admin {
+  email: string;
+  password: string;
+}
+
+/**
+ * The all-in-one as its own process on `port`, silent, on the given servers, with `admin` as
+ * its bootstrap admin. `stderr()` is what it printed there: an unhandled error's stack, before
+ * the process dies.
+ */
+function spawnAllInOne(port: number, dataDir: string, servers: { database: string; cache: string; bus: string }, admin: Admin) {
+  if (!existsSync(ALL_IN_ONE)) throw new Error('build first (npm run build): missing apps/all-in-one/dist/main.js');
+  const child = spawn(process.execPath, [ALL_IN_ONE], {
+    env: {
+      PATH: process.env.PATH,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      DATA_DIR: dataDir,
+      LOG_LEVEL: 'silent',
+      DATABASE_URL: servers.database,
+      REDIS_URL: servers.cache,
+      NATS_URL: servers.bus,
+      BOOTSTRAP_ADMIN_EMAIL: admin.email,
+      BOOTSTRAP_ADMIN_PASSWORD: admin.password,
+    },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  return { child, stderr: () => stderr };
+}
+
+/** Whether the process at `base` became ready within 90 s. */
+const becomesReady = (base: string) => eventually(async () => (await call(`${base}/health/readiness`, 'ready')).status === 200, 90_000, 250);
+
+/** The bootstrap admin's access token, once sso signs it in (within 30 s), else undefined. */
+async function adminToken(base: string, admin: Admin): Promise<string | undefined> {
+  let token: string | undefined;
+  await eventually(async () => {
+    const answer = await call(`${base}/api/v1/sso/token`, 'sign in', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'password', username: admin.email, password: admin.password }).toString(),
+    });
+    if (answer.status === 200) token = (JSON.parse(answer.body!) as { access_token: string }).access_token;
+    return answer.status === 200;
+  }, 30_000, 250);
+  return token;
+}
+
+/** SIGTERM, and SIGKILL if it has not exited 10 s later. */
+async function stopProcess(child: ChildProcess | undefined): Promise<void> {
+  if (!child || child.exitCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  await Promise.race([exited, delay(10_000)]);
+  child.kill('SIGKILL');
+}
+
 (real ? describe : describe.skip)('all-in-one process with Postgres, Redis and NATS behind fault proxies', () => {
-  const entry = join(root, 'apps/all-in-one/dist/main.js');
   let testDb: Awaited<ReturnType<typeof createTestDatabase>>;
   let proxies: Record<'database' | 'cache' | 'bus', FaultProxy>;
   let child: ChildProcess;
   let base: string;
   let token: string;
   let dataDir: string;
-  let stderr = '';
+  let stderr: () => string;
   /** Ids of products whose create was answered 201: every one must be readable at the end. */
   const acknowledged: string[] = [];
   const ADMIN = { email: 'faults-admin@example.com', password: 'a long bootstrap password for faults' };
@@ -108,10 +168,9 @@ const real = REAL.databaseUrl && REAL.redisUrl && REAL.natsUrl;
   /** A list filtered on a value nobody wrote: never in the cache, always a database read. */
   const uncachedRead = () => call(`${base}/api/v1/products?name=${randomUUID()}`, 'uncached read', { headers: headers() });
   const readBack = (id: string) => call(`${base}/api/v1/products/${id}`, 'read back', { headers: headers() });
-  const alive = () => expect([child.exitCode, child.signalCode, stderr]).toEqual([null, null, '']);
+  const alive = () => expect([child.exitCode, child.signalCode, stderr()]).toEqual([null, null, '']);
 
   beforeAll(async () => {
-    if (!existsSync(entry)) throw new Error('build first (npm run build): missing apps/all-in-one/dist/main.js');
     testDb = await createTestDatabase(REAL.databaseUrl!);
     proxies = {
       database: await startFaultProxy(hostPort(testDb.url)),
@@ -121,44 +180,15 @@ const real = REAL.databaseUrl && REAL.redisUrl && REAL.natsUrl;
     dataDir = await mkdtemp(join(tmpdir(), 'faults-'));
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
-    child = spawn(process.execPath, [entry], {
-      env: {
-        PATH: process.env.PATH,
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        DATA_DIR: dataDir,
-        LOG_LEVEL: 'silent',
-        DATABASE_URL: proxies.database.url(testDb.url),
-        REDIS_URL: proxies.cache.url(REAL.redisUrl!),
-        NATS_URL: proxies.bus.url(REAL.natsUrl!),
-        BOOTSTRAP_ADMIN_EMAIL: ADMIN.email,
-        BOOTSTRAP_ADMIN_PASSWORD: ADMIN.password,
-      },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    // An unhandled error prints its stack here before the process dies.
-    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    expect(await eventually(async () => (await call(`${base}/health/readiness`, 'ready')).status === 200, 90_000, 250)).toBe(true);
-    expect(
-      await eventually(async () => {
-        const answer = await call(`${base}/api/v1/sso/token`, 'sign in', {
-          method: 'POST',
-          headers: { 'content-type': 'application/x-www-form-urlencoded' },
-          body: new URLSearchParams({ grant_type: 'password', username: ADMIN.email, password: ADMIN.password }).toString(),
-        });
-        if (answer.status === 200) token = (JSON.parse(answer.body!) as { access_token: string }).access_token;
-        return answer.status === 200;
-      }, 30_000, 250),
-    ).toBe(true);
+    const servers = { database: proxies.database.url(testDb.url), cache: proxies.cache.url(REAL.redisUrl!), bus: proxies.bus.url(REAL.natsUrl!) };
+    ({ child, stderr } = spawnAllInOne(port, dataDir, servers, ADMIN));
+    expect(await becomesReady(base)).toBe(true);
+    token = (await adminToken(base, ADMIN)) ?? '';
+    expect(token).not.toBe('');
   }, 180_000);
 
   afterAll(async () => {
-    if (child && child.exitCode === null) {
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      await Promise.race([exited, delay(10_000)]);
-      child.kill('SIGKILL');
-    }
+    await stopProcess(child);
     await Promise.all(Object.values(proxies ?? {}).map((proxy) => proxy.close()));
     await testDb?.drop();
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
@@ -259,67 +289,35 @@ const real = REAL.databaseUrl && REAL.redisUrl && REAL.natsUrl;
 });
 
 (real ? describe : describe.skip)('all-in-one process started while NATS is unreachable', () => {
-  const entry = join(root, 'apps/all-in-one/dist/main.js');
   let testDb: Awaited<ReturnType<typeof createTestDatabase>>;
   let bus: FaultProxy;
   let child: ChildProcess;
   let base: string;
   let dataDir: string;
-  let stderr = '';
+  let stderr: () => string;
   const ADMIN = { email: 'nats-down-admin@example.com', password: 'a long bootstrap password for nats down' };
 
   beforeAll(async () => {
-    if (!existsSync(entry)) throw new Error('build first (npm run build): missing apps/all-in-one/dist/main.js');
     testDb = await createTestDatabase(REAL.databaseUrl!);
     bus = await startFaultProxy(hostPort(REAL.natsUrl!));
     bus.cut();
     dataDir = await mkdtemp(join(tmpdir(), 'nats-down-'));
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
-    child = spawn(process.execPath, [entry], {
-      env: {
-        PATH: process.env.PATH,
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        DATA_DIR: dataDir,
-        LOG_LEVEL: 'silent',
-        DATABASE_URL: testDb.url,
-        REDIS_URL: REAL.redisUrl!,
-        NATS_URL: bus.url(REAL.natsUrl!),
-        BOOTSTRAP_ADMIN_EMAIL: ADMIN.email,
-        BOOTSTRAP_ADMIN_PASSWORD: ADMIN.password,
-      },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    ({ child, stderr } = spawnAllInOne(port, dataDir, { database: testDb.url, cache: REAL.redisUrl!, bus: bus.url(REAL.natsUrl!) }, ADMIN));
   }, 60_000);
 
   afterAll(async () => {
-    if (child && child.exitCode === null) {
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      await Promise.race([exited, delay(10_000)]);
-      child.kill('SIGKILL');
-    }
+    await stopProcess(child);
     await bus?.close();
     await testDb?.drop();
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
 
   it('starts and serves writes; their events wait in the outbox and are relayed once NATS is reachable', async () => {
-    expect(await eventually(async () => (await call(`${base}/health/readiness`, 'ready')).status === 200, 90_000, 250)).toBe(true);
-    let token = '';
-    expect(
-      await eventually(async () => {
-        const answer = await call(`${base}/api/v1/sso/token`, 'sign in', {
-          method: 'POST',
-          headers: { 'content-type': 'application/x-www-form-urlencoded' },
-          body: new URLSearchParams({ grant_type: 'password', username: ADMIN.email, password: ADMIN.password }).toString(),
-        });
-        if (answer.status === 200) token = (JSON.parse(answer.body!) as { access_token: string }).access_token;
-        return answer.status === 200;
-      }, 30_000, 250),
-    ).toBe(true);
+    expect(await becomesReady(base)).toBe(true);
+    const token = (await adminToken(base, ADMIN)) ?? '';
+    expect(token).not.toBe('');
     const created = await call(`${base}/api/v1/identity`, 'create identity', {
       method: 'POST',
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
@@ -336,7 +334,7 @@ const real = REAL.databaseUrl && REAL.redisUrl && REAL.natsUrl;
       await database.close();
     }
     // Never an unhandled error: the process is the same, and stops cleanly.
-    expect([child.exitCode, child.signalCode, stderr]).toEqual([null, null, '']);
+    expect([child.exitCode, child.signalCode, stderr()]).toEqual([null, null, '']);
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
