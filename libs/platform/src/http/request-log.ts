@@ -21,13 +21,13 @@ const UNMATCHED_PATH_MAX = 100;
 const answeredBehind = new WeakSet<object>();
 
 /**
- * Says a service behind this edge answered `request` (the gateway proxied it and the service's
- * response came back): the service has logged it under the same request id (X-Request-Id), so
- * the edge writes no second line. One line per request across the platform, as in the
- * all-in-one; what the edge answers itself (a 401, a 413, an upstream that failed) it logs.
+ * Says a service behind this edge answered `request` (the gateway is sending the service's
+ * answer on): the service has logged it under the same request id (X-Request-Id), so the edge
+ * writes no second line. One line per request across the platform, as in the all-in-one; what
+ * the edge answers itself (a 401, a 413, an upstream that failed or broke off) it logs.
  */
-export function answeredByService(request: object | undefined): void {
-  if (request) answeredBehind.add(request);
+export function answeredByService(request: object): void {
+  answeredBehind.add(request);
 }
 
 /**
