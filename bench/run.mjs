@@ -440,9 +440,9 @@ const PORT_RETRIES = 5;
 const PORT_RETRY_DELAY_MS = 10_000;
 
 /**
- * 2. The all-in-one as `npm start` runs it. Today's build binds loopback ports 3001-3005 for
- * its inner services besides PORT, so a test elsewhere on this machine can hold one for a
- * moment: a start that fails with EADDRINUSE is tried again, a few times.
+ * 2. The all-in-one as `npm start` runs it, on one port (PORT). The port is free when chosen,
+ * but another process on this machine can take it before the platform binds it: a start that
+ * fails with EADDRINUSE is tried again, a few times.
  */
 async function startAllInOne(options = {}) {
   for (let attempt = 1; ; attempt++) {
