@@ -44,6 +44,17 @@ beforeAll(async () => {
   app.get('/boom', { config }, async () => {
     throw new Error('select * from secrets where password = hunter2');
   });
+  // A loose headers schema, as the list routes declare (Prefer), and one with a default.
+  app.get(
+    '/headers',
+    { config, schema: { headers: z.looseObject({ prefer: z.string().max(20).optional() }) } },
+    async (request) => ({ own: request.headers === request.raw.headers, prefer: request.headers.prefer ?? null, agent: request.headers['user-agent'] ?? null }),
+  );
+  app.get(
+    '/headers/defaulted',
+    { config, schema: { headers: z.looseObject({ 'x-mode': z.enum(['a', 'b']).default('a') }) } },
+    async (request) => ({ mode: request.headers['x-mode'], agent: request.headers['user-agent'] ?? null }),
+  );
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();
   baseUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
@@ -171,6 +182,29 @@ describe('bad input never reaches a handler', () => {
     expect(status).toBe(431);
     expect(type).toBe('application/problem+json; charset=utf-8');
     expect(JSON.parse(body)).toMatchObject({ status: 431, code: 'PLATFORM_HEADERS_TOO_LARGE' });
+  });
+});
+
+describe('headers schemas', () => {
+  it('checks the headers a loose schema names and leaves request.headers as Node parsed them', async () => {
+    const response = await app.inject({ method: 'GET', url: '/headers', headers: { prefer: 'count=exact', 'user-agent': 'test/1' } });
+    expect(response.statusCode).toBe(200);
+    expect(response.json()).toEqual({ own: true, prefer: 'count=exact', agent: 'test/1' });
+  });
+
+  it('answers 400 naming the header that breaks its schema', async () => {
+    const response = await app.inject({ method: 'GET', url: '/headers', headers: { prefer: 'x'.repeat(21) } });
+    expect(response.statusCode).toBe(400);
+    expect(response.json().errors).toEqual([expect.objectContaining({ path: 'headers.prefer' })]);
+  });
+
+  it('hands the handler a default the schema gives, with every other header kept', async () => {
+    const defaulted = await app.inject({ method: 'GET', url: '/headers/defaulted', headers: { 'user-agent': 'test/1' } });
+    expect(defaulted.json()).toEqual({ mode: 'a', agent: 'test/1' });
+    const given = await app.inject({ method: 'GET', url: '/headers/defaulted', headers: { 'x-mode': 'b' } });
+    expect(given.json()).toMatchObject({ mode: 'b' });
+    const bad = await app.inject({ method: 'GET', url: '/headers/defaulted', headers: { 'x-mode': 'c' } });
+    expect(bad.statusCode).toBe(400);
   });
 });
 
