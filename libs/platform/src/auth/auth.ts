@@ -69,6 +69,13 @@ export const forbidden = () => new AppError('PLATFORM_AUTH_FORBIDDEN', 403, 'err
 export interface TokenVerifier {
   /** Verifies a compact JWS access token; rejects with a 401 AppError when it is not trusted. */
   verify(token: string): Promise<Principal>;
+  /**
+   * What `verify` would answer for a token this verifier accepted before and still remembers,
+   * at once, with no promise (the hot path of every authenticated request); undefined when it
+   * does not remember the token, which then needs `verify`. Throws as `verify` rejects (a
+   * revoked token). Verifiers that remember nothing leave it out.
+   */
+  remembered?(token: string): Principal | undefined;
 }
 
 /** sso's JWKS over HTTP, cached, refetched on an unknown `kid` at most once per cooldown. */
@@ -136,17 +143,29 @@ export function cachingTokenVerifier(verifier: TokenVerifier, options: { maxEntr
       },
     };
   }
-  const verified = new LRUCache<string, Principal>({ max: options.maxEntries });
+  // Keyed by the token's signature (its last segment: 86 characters for ES256) rather than the
+  // whole token: each request's header is a new string, whose hash V8 computes on lookup, and
+  // the token is ~8 times longer. A hit still compares the whole token, so a forged token that
+  // reuses a remembered signature is a miss and goes to the verifier, which refuses it.
+  const verified = new LRUCache<string, { token: string; principal: Principal }>({ max: options.maxEntries });
+  const keyOf = (token: string) => token.slice(token.lastIndexOf('.') + 1);
+  const checked = (principal: Principal) => {
+    if (revocations?.isRevoked(principal.claims)) throw invalidToken();
+    return principal;
+  };
+  const remembered = (token: string) => {
+    const entry = verified.get(keyOf(token));
+    return entry !== undefined && entry.token === token ? checked(entry.principal) : undefined;
+  };
   return {
+    remembered,
     verify: async (token) => {
-      let principal = verified.get(token);
-      if (!principal) {
-        principal = await verifier.verify(token);
-        const ttlMs = principal.claims.exp * 1000 - Date.now();
-        if (ttlMs > 0) verified.set(token, principal, { ttl: ttlMs });
-      }
-      if (revocations?.isRevoked(principal.claims)) throw invalidToken();
-      return principal;
+      const known = remembered(token);
+      if (known) return known;
+      const principal = await verifier.verify(token);
+      const ttlMs = principal.claims.exp * 1000 - Date.now();
+      if (ttlMs > 0) verified.set(keyOf(token), { token, principal }, { ttl: ttlMs });
+      return checked(principal);
     },
   };
 }

@@ -38,22 +38,41 @@ export interface RouteAuthOptions {
   edge: boolean;
 }
 
+/** How a bearer token is sent (RFC 6750 §2.1), in the form clients use. */
+const BEARER_PREFIX = 'Bearer ';
+
 /** Adds the one hook that enforces every route's `auth` (and the edge allowlist, at the edge). */
 export function registerRouteAuth(app: App, options: RouteAuthOptions): void {
   const { verifier, edge } = options;
   app.decorateRequest('principal', undefined);
-  app.addHook('onRequest', async (request) => {
+  // Callback style, as every hook on every request: a token the verifier remembers (the
+  // common case: a client sends the same token until it expires) is settled at once, with
+  // no promise; only a token to verify waits for the verifier.
+  app.addHook('onRequest', (request, _reply, done) => {
     const declared = request.routeOptions.config.auth;
     // No route matched: a service answers its 404; the edge still wants a token off the allowlist.
     const policy: RouteAuth = declared ?? (request.is404 ? 'public' : 'authenticated');
     const edgeWantsToken = edge && request.method !== 'OPTIONS' && !isPublicRequest(request.method, request.url);
-    if (!edgeWantsToken && (policy === 'public' || (policy === 'optional' && request.headers.authorization === undefined))) return;
+    const header = request.headers.authorization;
+    if (!edgeWantsToken && (policy === 'public' || (policy === 'optional' && header === undefined))) return done();
+    const admit = (principal: Principal) => {
+      request.principal = principal;
+      if (typeof policy === 'object' && !policy.roles.some((role) => principal.roles.includes(role))) return done(forbidden());
+      if (policy === 'platform' && !isPlatformService(principal)) return done(forbidden());
+      done();
+    };
+    let known: Principal | undefined;
+    try {
+      // Only the exact form a remembered token came in (`Bearer <token>`) is looked up here:
+      // anything else (other spacing or case) takes the full parse below.
+      known = header !== undefined && header.startsWith(BEARER_PREFIX) ? verifier.remembered?.(header.slice(BEARER_PREFIX.length)) : undefined;
+    } catch (error) {
+      return done(error as Error);
+    }
+    if (known) return admit(known);
     const token = bearerToken(request);
-    if (!token) throw /^\s*Bearer(\s|$)/i.test(request.headers.authorization ?? '') ? invalidToken() : missingToken();
-    const principal = await verifier.verify(token);
-    request.principal = principal;
-    if (typeof policy === 'object' && !policy.roles.some((role) => principal.roles.includes(role))) throw forbidden();
-    if (policy === 'platform' && !isPlatformService(principal)) throw forbidden();
+    if (!token) return done(/^\s*Bearer(\s|$)/i.test(header ?? '') ? invalidToken() : missingToken());
+    verifier.verify(token).then(admit, done);
   });
 }
 
