@@ -49,6 +49,20 @@ describe('/metrics with METRICS=on', () => {
     expect(after).not.toMatch(/apples|pears|plums/);
   });
 
+  it('gives each series cumulative buckets up to +Inf, which equals its count, and its sum', async () => {
+    for (let i = 0; i < 4; i++) await app.inject({ method: 'GET', url: '/api/v1/figs/ping' });
+    const text = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+    const labels = 'method="GET",route="/api/v1/:domain/ping",status_code="200"';
+    const bounds = ['0.005', '0.01', '0.025', '0.05', '0.1', '0.25', '0.5', '1', '2.5', '5', '10', '+Inf'];
+    const buckets = bounds.map((le) => sample(text, `http_request_duration_seconds_bucket{le="${le}",${labels}}`));
+    const count = sample(text, `http_request_duration_seconds_count{${labels}}`)!;
+    expect(buckets.every((value) => value !== undefined)).toBe(true);
+    expect(buckets.every((value, index) => index === 0 || value! >= buckets[index - 1]!)).toBe(true);
+    expect(buckets.at(-1)).toBe(count);
+    expect(count).toBeGreaterThanOrEqual(4);
+    expect(sample(text, `http_request_duration_seconds_sum{${labels}}`)).toBeGreaterThan(0);
+  });
+
   it('puts every request that matched no route under one label, whatever its path', async () => {
     const series = 'http_request_duration_seconds_count{method="GET",route="unmatched",status_code="401"}';
     const before = sample((await app.inject({ method: 'GET', url: '/metrics' })).body, series) ?? 0;
