@@ -99,6 +99,19 @@ describe.each(testModes())('input guards of every app (%s)', (mode) => {
     });
   });
 
+  it('a forbidden character in a key, a nested value or as an unpaired surrogate: 400 naming where', async () => {
+    const key = await post('/things', '{"name":"a","\\u0000x":1}');
+    expect(key.statusCode).toBe(400);
+    expect(key.json().errors).toEqual([{ path: 'body.\uFFFDx', message: expect.any(String) }]);
+    const nested = await post('/things', JSON.stringify({ name: 'a', tags: ['ok', { deep: 'b\u0000' }] }));
+    expect(nested.statusCode).toBe(400);
+    expect(nested.json().errors).toEqual([{ path: 'body.tags.1.deep', message: expect.any(String) }]);
+    const surrogate = await post('/things', '{"name":"\\ud800"}');
+    expect(surrogate.statusCode).toBe(400);
+    expect(surrogate.json().errors).toEqual([{ path: 'body.name', message: expect.any(String) }]);
+    expect((await post('/things', JSON.stringify({ name: 'plain', tags: ['ok', { deep: 'fine' }] }))).statusCode).toBe(200);
+  });
+
   it('U+0000 in a path parameter and in a query: 400 naming where', async () => {
     const path = await app.inject({ method: 'GET', url: `/things/${encodeURIComponent('a\u0000')}` });
     expect(path.statusCode).toBe(400);

@@ -100,6 +100,29 @@ export function forbiddenCharacterPaths(value: unknown): PropertyKey[][] {
   return found;
 }
 
+/**
+ * Whether `value` is clean, told without allocating, for what almost every request carries:
+ * nothing, or a flat object of strings and other scalars (path parameters, a query, a small
+ * body). False when it holds a forbidden character or nests (the full walk then decides).
+ */
+function isCleanFlat(value: unknown): boolean {
+  if (typeof value === 'string') return !hasForbiddenCharacter(value);
+  if (!isPlainObject(value)) return !Array.isArray(value);
+  for (const key in value) {
+    const child = value[key];
+    if (hasForbiddenCharacter(key)) return false;
+    if (typeof child === 'string' ? hasForbiddenCharacter(child) : typeof child === 'object' && child !== null) return false;
+  }
+  return true;
+}
+
+/** The 400 for the forbidden characters of one part of the request (`context`), if it holds any. */
+function forbiddenCharacterIn(context: string, value: unknown): RequestValidationError | undefined {
+  if (isCleanFlat(value)) return undefined;
+  const paths = forbiddenCharacterPaths(value);
+  return paths.length > 0 ? forbiddenCharacterError(context, paths) : undefined;
+}
+
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 const OPEN_ARRAY = 0x5b;
@@ -170,16 +193,7 @@ export function registerInputGuards(app: App, limits: HttpLimits): void {
   });
 
   app.addHook('preValidation', (request, _reply, done) => {
-    const parts = [
-      ['body', request.body],
-      ['querystring', request.query],
-      ['params', request.params],
-    ] as const;
-    for (const [context, value] of parts) {
-      const paths = forbiddenCharacterPaths(value);
-      if (paths.length > 0) return done(forbiddenCharacterError(context, paths));
-    }
-    done();
+    done(forbiddenCharacterIn('body', request.body) ?? forbiddenCharacterIn('querystring', request.query) ?? forbiddenCharacterIn('params', request.params));
   });
 }
 
