@@ -435,6 +435,24 @@ http {
   });
 }
 
+/**
+ * How `npm start` runs node, read from package.json's start script (`exec env VAR=value ... node
+ * --flag ... scripts/start.mjs`): its environment variables and node flags (young generation,
+ * V8 workers, glibc's mmap threshold), which the all-in-one scenarios run with too, so they
+ * measure the process a newcomer gets.
+ */
+function npmStartNode() {
+  const script = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).scripts.start;
+  const words = script.split(/\s+/);
+  const node = words.indexOf('node');
+  if (node === -1) throw new Error(`package.json's start script does not run node: ${script}`);
+  return {
+    env: Object.fromEntries(words.slice(0, node).filter((word) => /^[A-Z_]+=/.test(word)).map((word) => word.split('='))),
+    flags: words.slice(node + 1).filter((word) => word.startsWith('--')),
+  };
+}
+const NPM_START_NODE = npmStartNode();
+
 /** How often a start that lost a port race is tried again, and how long apart. */
 const PORT_RETRIES = 5;
 const PORT_RETRY_DELAY_MS = 10_000;
@@ -465,9 +483,9 @@ function startAllInOneOnce({ nodeArgs = [], env = {} }) {
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
     const password = randomBytes(18).toString('base64url');
-    const handle = await startProcess('all-in-one', process.execPath, ['--max-semi-space-size=2', ...nodeArgs, join(root, ENTRIES.allInOne)], {
+    const handle = await startProcess('all-in-one', process.execPath, [...NPM_START_NODE.flags, ...nodeArgs, join(root, ENTRIES.allInOne)], {
       // No DATABASE_URL, REDIS_URL or NATS_URL: the embedded database, cache and bus.
-      env: nodeEnv({ PORT: String(port), DATA_DIR: join(dir, 'data'), BOOTSTRAP_ADMIN_EMAIL: ADMIN_EMAIL, BOOTSTRAP_ADMIN_PASSWORD: password, ...env }),
+      env: nodeEnv({ ...NPM_START_NODE.env, PORT: String(port), DATA_DIR: join(dir, 'data'), BOOTSTRAP_ADMIN_EMAIL: ADMIN_EMAIL, BOOTSTRAP_ADMIN_PASSWORD: password, ...env }),
       log: join(dir, 'all-in-one.log'),
       ready: answers(`${base}/api/v1/health/readiness`),
     });
