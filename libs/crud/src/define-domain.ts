@@ -3,6 +3,7 @@ import {
   booleanFilterValue,
   filterParam,
   instantFilterValue,
+  idempotentHeadersSchema,
   listHeadersSchema,
   listQuerySchema,
   type PagingQuery,
@@ -50,6 +51,8 @@ export interface DomainSchemas {
   query: z.ZodType<ListQuery>;
   headers: z.ZodType;
   listHeaders: z.ZodType;
+  /** Headers of POST: Idempotency-Key besides the others. */
+  createHeaders: z.ZodType;
 }
 
 /** A parsed list query: paging and sort, plus the conditions of each filtered field. */
@@ -169,6 +172,7 @@ function buildSchemas(name: string, tag: string, columns: Column[], fields: [str
   const acceptLanguage = { 'accept-language': z.string().optional().describe('Language of error messages: en, pt-BR, es, fr or de') };
   const headers = z.looseObject(acceptLanguage);
   const listHeaders = listHeadersSchema.extend(acceptLanguage);
+  const createHeaders = idempotentHeadersSchema.extend(acceptLanguage);
   return {
     record,
     records: z.array(record),
@@ -178,5 +182,6 @@ function buildSchemas(name: string, tag: string, columns: Column[], fields: [str
     query,
     headers,
     listHeaders,
+    createHeaders,
   };
 }

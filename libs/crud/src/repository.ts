@@ -1,5 +1,5 @@
 import { crudEventSubject, type CrudRecordEvent } from '@app/contracts';
-import { enqueueEvent, filtersWhere, quoteIdent, type FilterColumn, type ListFilters, type Page } from '@app/platform';
+import { enqueueEvent, filtersWhere, quoteIdent, type CreateGuard, type FilterColumn, type ListFilters, type Page } from '@app/platform';
 import { SQL_TYPES } from './columns.js';
 import type { Domain } from './define-domain.js';
 
@@ -55,8 +55,11 @@ export interface DomainRepository {
   list(page: Page, filters: RecordFilters): Promise<{ records: DomainRecord[]; hasMore: boolean }>;
   /** How many records match the filters (for `Prefer: count=exact`). */
   count(filters: RecordFilters): Promise<number>;
-  /** Inserts and enqueues `crud.<domain>.created`; undefined when a unique value is taken. */
-  create(values: RecordValues): Promise<DomainRecord | undefined>;
+  /**
+   * Inserts and enqueues `crud.<domain>.created`; undefined when a unique value is taken.
+   * `guard` claims an Idempotency-Key first in the transaction and keeps the answer last.
+   */
+  create(values: RecordValues, guard?: CreateGuard<DomainRecord>): Promise<DomainRecord | undefined>;
   /** Updates and enqueues `crud.<domain>.updated` in one transaction, if `precondition` holds. */
   update(id: string, values: RecordValues, precondition?: RecordPrecondition): Promise<UpdateResult>;
   /** Deletes and enqueues `crud.<domain>.deleted`, if `precondition` holds. */
@@ -153,8 +156,9 @@ export function createDomainRepository(domain: Domain, prisma: PrismaRawClient, 
       return Number(rows[0]?.total ?? 0);
     },
 
-    create: async (values) =>
+    create: async (values, guard) =>
       prisma.$transaction(async (tx) => {
+        await guard?.claim(tx);
         const entries = entriesOf(values);
         const sql =
           entries.length === 0
@@ -166,6 +170,7 @@ export function createDomainRepository(domain: Domain, prisma: PrismaRawClient, 
         if (!rows[0]) return undefined;
         const record = toRecord(rows[0]);
         await enqueueEvent(tx, options.schema, crudEventSubject(domain.name, 'created'), event(String(record.id), String(record.createdAt)));
+        await guard?.remember(tx, record);
         return record;
       }),
 

@@ -1,6 +1,8 @@
 import {
   camelCase,
   createdResponse,
+  createIdempotently,
+  idempotencyResponses,
   notModifiedResponse,
   pageOf,
   preconditionFailedResponse,
@@ -21,7 +23,7 @@ import { z } from 'zod';
 import type { Domain, ListQuery } from './define-domain.js';
 import { createRecordCache } from './record-cache.js';
 import { createDomainRepository, type PrismaRawClient, type RecordFilters, type RecordValues } from './repository.js';
-import { createDomainService, type DomainService } from './service.js';
+import { createDomainService, type DomainService, type TaggedRecord } from './service.js';
 
 /** What a domain's plugin is registered with: the owning service's adapters. */
 export interface CrudPluginOptions {
@@ -50,7 +52,7 @@ const NO_CONTENT = z.null().describe('No content');
 const sendJson = (reply: FastifyReply, status: number, body: string) => reply.code(status).type(JSON_TYPE).send(body);
 
 /** The six routes of a domain, relative to its prefix (`collection`, the path they are served under). */
-function registerRoutes(app: App, domain: Domain, service: DomainService, collection: string): void {
+function registerRoutes(app: App, domain: Domain, service: DomainService, collection: string, schema: string): void {
   const { schemas, tag, name, plural } = domain;
   const authenticated = { auth: 'authenticated' } as const;
   const secured = { tags: [tag], security: [{ bearerAuth: [] }], headers: schemas.headers };
@@ -111,16 +113,20 @@ function registerRoutes(app: App, domain: Domain, service: DomainService, collec
       config: authenticated,
       schema: {
         ...secured,
+        headers: schemas.createHeaders,
         operationId: camelCase('create', name),
         summary: `Create a ${name}`,
+        description: 'With Idempotency-Key, a retry answers the first answer again and creates nothing.',
         body: schemas.create,
-        response: { 201: createdResponse(schemas.records), 422: problemSchema, ...COMMON_ERRORS },
+        response: { 201: createdResponse(schemas.records), ...COMMON_ERRORS, ...idempotencyResponses },
       },
     },
-    async (request, reply) => {
-      const { id, body, etag } = await service.create(request.body as RecordValues);
-      return sendJson(reply.header('etag', etag).header('location', recordLocation(collection, id)), 201, body);
-    },
+    async (request, reply) =>
+      createIdempotently<TaggedRecord>(request, reply, {
+        schema,
+        create: (guard) => service.create(request.body as RecordValues, guard),
+        answer: ({ id, body, etag }) => ({ status: 201, body, headers: { etag, location: recordLocation(collection, id) } }),
+      }),
   );
 
   app.put(
@@ -173,9 +179,9 @@ export function createDomainPlugin(domain: Domain): FastifyPluginAsync<CrudPlugi
       onCommitted: options.onCommitted,
     });
     if (options.prefix) {
-      registerRoutes(app, domain, service, app.prefix);
+      registerRoutes(app, domain, service, app.prefix, options.schema);
       return;
     }
-    await app.register(async (scoped) => registerRoutes(scoped, domain, service, domain.prefix), { prefix: domain.prefix });
+    await app.register(async (scoped) => registerRoutes(scoped, domain, service, domain.prefix, options.schema), { prefix: domain.prefix });
   };
 }

@@ -1,4 +1,4 @@
-import { entityTag, preconditionFailed, type Page, type Precondition } from '@app/platform';
+import { entityTag, guardRows, preconditionFailed, type CreateGuard, type Page, type Precondition } from '@app/platform';
 import { createHash } from 'node:crypto';
 import type { Domain } from './define-domain.js';
 import { recordNotFound, uniqueConflict } from './errors.js';
@@ -21,8 +21,8 @@ export interface DomainService {
   /** `[record]`; 404 when no record has the id. */
   read(id: string): Promise<TaggedRecord>;
   list(page: Page, filters: RecordFilters, options: { count: boolean }): Promise<ListPage>;
-  /** `[record]` as read back; 422 when a unique value is taken. */
-  create(values: RecordValues): Promise<TaggedRecord>;
+  /** `[record]` as read back; 422 when a unique value is taken. `guard` runs in its transaction (an Idempotency-Key). */
+  create(values: RecordValues, guard?: CreateGuard<TaggedRecord>): Promise<TaggedRecord>;
   /** `[record]` after the change; 404 unknown id, 412 precondition failed, 422 unique value taken. */
   update(id: string, values: RecordValues, precondition?: Precondition): Promise<TaggedRecord>;
   /** 404 when no record has the id, 412 when the precondition fails. */
@@ -79,8 +79,8 @@ export function createDomainService(domain: Domain, deps: DomainServiceDependenc
         return { body: JSON.stringify(found.records), size: found.records.length, hasMore: found.hasMore, ...(total === undefined ? {} : { total }) };
       }),
 
-    create: async (values) => {
-      const record = await repository.create(values);
+    create: async (values, guard) => {
+      const record = await repository.create(values, guardRows(guard, answerOf));
       if (!record) throw uniqueConflict(domain.name, domain.unique);
       await committed(String(record.id));
       return answerOf(record);

@@ -9,6 +9,7 @@ export * from './http/cors.js';
 export * from './metrics/metrics.js';
 export * from './http/errors.js';
 export * from './http/conditional.js';
+export * from './http/idempotency.js';
 export * from './http/i18n.js';
 export * from './http/input-guards.js';
 export * from './http/list.js';

@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { AppError, defineService, type App } from '@app/platform';
+import { AppError, defineService, parseTrustedProxies, type App } from '@app/platform';
 import { createIdentityRepository } from './identity/repository.js';
 import { IDENTITY_PREFIX, identityInternalRoutes, identityRoutes } from './identity/routes.js';
 import { createIdentityService } from './identity/service.js';
@@ -42,7 +42,7 @@ export const identityService = defineService({
         cache,
         logger,
       });
-      await scope.register(identityRoutes, { prefix: IDENTITY_PREFIX, service, signupRateLimit });
+      await scope.register(identityRoutes, { prefix: IDENTITY_PREFIX, service, signupRateLimit, trustedProxies: parseTrustedProxies(config.TRUST_PROXY) });
     });
     // Peers in this process call it in-process; only a standalone service serves other processes.
     if (mode === 'standalone') await app.register(identityInternalRoutes, { service });

@@ -4,7 +4,7 @@ import type { App } from './app.js';
 /** Methods the API answers to (DESIGN "API conventions"); a preflight for another gets no allowance. */
 export const CORS_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 /** Request headers a browser may send: the bearer token, JSON or form bodies, the opt-ins clients use, and conditional requests on records. */
-export const CORS_ALLOWED_HEADERS = ['authorization', 'content-type', 'accept-language', 'prefer', 'x-request-id', 'if-match', 'if-none-match'] as const;
+export const CORS_ALLOWED_HEADERS = ['authorization', 'content-type', 'accept-language', 'prefer', 'x-request-id', 'if-match', 'if-none-match', 'idempotency-key'] as const;
 /** Response headers a page may read besides the CORS-safelisted ones: paging, caching, redirects, limits. */
 export const CORS_EXPOSED_HEADERS = ['Link', 'ETag', 'Location', 'Content-Range', 'Retry-After', 'X-Request-Id'] as const;
 /**

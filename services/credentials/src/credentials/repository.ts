@@ -1,4 +1,4 @@
-import { createPrismaClient, enqueueEvent, readFilteredPage, type Database, type FilteredTable, type ListFilters, type Page } from '@app/platform';
+import { createPrismaClient, enqueueEvent, readFilteredPage, type CreateGuard, type Database, type FilteredTable, type ListFilters, type Page } from '@app/platform';
 import { Prisma, PrismaClient, type Credential } from '../generated/prisma/client.js';
 import type { CredentialFilters } from './schemas.js';
 
@@ -49,7 +49,7 @@ export interface CredentialRepository {
   /** A legacy API key (`ak_<prefix>_…`) not yet moved to a keyed hash. */
   findByLegacyPrefix(prefix: string): Promise<CredentialRow | null>;
   list(filters: CredentialFilters, page: Page, count: boolean): Promise<{ rows: CredentialRow[]; hasMore: boolean; total?: number }>;
-  create(data: CredentialWrite & { identityId: string; provider: string; type: string }, event: EventFor): Promise<CredentialRow>;
+  create(data: CredentialWrite & { identityId: string; provider: string; type: string }, event: EventFor, guard?: CreateGuard<CredentialRow>): Promise<CredentialRow>;
   /** Null when there is no such credential; rejects with PreconditionViolation when `precondition` fails on the locked row. */
   update(id: string, data: CredentialWrite, event: EventFor, precondition?: RowPrecondition): Promise<CredentialRow | null>;
   /** Null when there is no such credential; rejects with PreconditionViolation when `precondition` fails on the locked row. */
@@ -114,12 +114,14 @@ export function createCredentialRepository(database: Database): CredentialReposi
     findBySubject: (provider, subject) => prisma.credential.findUnique({ where: { provider_subject: { provider, subject } } }),
     findByLegacyPrefix: (keyPrefix) => prisma.credential.findFirst({ where: { keyPrefix, keyHash: null, provider: 'API_KEY' } }),
     list: (filters, page, count) => readFilteredPage<CredentialRow>(prisma, CREDENTIAL_TABLE, filters as ListFilters, page, count),
-    create: (data, event) =>
+    create: (data, event, guard) =>
       translated(() =>
         prisma.$transaction(async (tx) => {
+          await guard?.claim(tx);
           const row = await tx.credential.create({ data });
           const { subject, payload } = event(row);
           await enqueueEvent(tx, CREDENTIALS_SCHEMA, subject, payload);
+          await guard?.remember(tx, row);
           return row;
         }),
       ),

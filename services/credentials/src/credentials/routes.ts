@@ -10,6 +10,11 @@ import {
 } from '@app/contracts';
 import {
   createdResponse,
+  createIdempotently,
+  idempotencyResponses,
+  idempotentHeadersSchema,
+  sendAnswer,
+  type StoredAnswer,
   notModifiedResponse,
   preconditionFailedResponse,
   principalOf,
@@ -20,7 +25,6 @@ import {
   writePrecondition,
   type App,
 } from '@app/platform';
-import type { FastifyReply } from 'fastify';
 import { listHeadersSchema, pageOf, setPagingHeaders, wantsExactCount } from '@app/platform';
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
@@ -33,6 +37,7 @@ import {
 } from './schemas.js';
 import { federatedSubjectNotFound, subjectTaken } from './errors.js';
 import type { Caller, CredentialService, TaggedCredential } from './service.js';
+import { CREDENTIALS_SCHEMA } from './repository.js';
 
 export const CREDENTIALS_PREFIX = '/api/v1/credentials';
 
@@ -61,8 +66,11 @@ const callerOf = (request: FastifyRequest): Caller => ({
 const authenticated = { auth: 'authenticated' } as const;
 
 /** A 201 with the new credential: its tag, and where to read it. */
-const sendCreated = (reply: FastifyReply, { record, etag }: TaggedCredential) =>
-  reply.code(201).header('etag', etag).header('location', recordLocation(CREDENTIALS_PREFIX, record.id)).send([record]);
+const createdAnswer = ({ record, etag }: TaggedCredential): StoredAnswer => ({
+  status: 201,
+  body: JSON.stringify([record]),
+  headers: { etag, location: recordLocation(CREDENTIALS_PREFIX, record.id) },
+});
 
 /** The public credentials API (under CREDENTIALS_PREFIX, routed by the gateway). */
 export async function credentialRoutes(app: App, options: CredentialRoutesOptions): Promise<void> {
@@ -78,11 +86,19 @@ export async function credentialRoutes(app: App, options: CredentialRoutesOption
         operationId: 'createCredential',
         summary: 'Create a credential (admin or system token); the API key is the secret the caller sends, never shown again',
         security,
+        description: 'With Idempotency-Key, a retry answers the first answer again and creates nothing.',
+        headers: idempotentHeadersSchema,
         body: createCredentialBodySchema,
-        response: { 201: createdResponse(credentialListSchema), ...errors },
+        response: { 201: createdResponse(credentialListSchema), ...errors, ...idempotencyResponses },
       },
     },
-    async (request, reply) => sendCreated(reply, await service.create(request.body, callerOf(request))),
+    async (request, reply) =>
+      createIdempotently<TaggedCredential>(request, reply, {
+        schema: CREDENTIALS_SCHEMA,
+        fingerprint: () => service.fingerprintOf(request.body),
+        create: (guard) => service.create(request.body, callerOf(request), { guard }),
+        answer: createdAnswer,
+      }),
   );
 
   app.get(
@@ -249,7 +265,7 @@ export async function credentialInternalRoutes(app: App, options: CredentialRout
     },
     async (request, reply) => {
       const { identityId, password } = request.body;
-      return sendCreated(reply, await options.service.create({ identity_id: identityId, provider: 'LOCAL', secret: password }, callerOf(request), { platform: true }));
+      return sendAnswer(reply, createdAnswer(await options.service.create({ identity_id: identityId, provider: 'LOCAL', secret: password }, callerOf(request), { platform: true })));
     },
   );
 }

@@ -17,11 +17,13 @@ import {
   AppError,
   entityTag,
   forbidden,
+  guardRows,
   isAdmin,
   isOwnerOrAdmin,
   isPrivileged,
   preconditionFailed,
   RequestValidationError,
+  type CreateGuard,
   type Page,
   type Precondition,
   type Principal,
@@ -177,8 +179,15 @@ export function createCredentialService(deps: CredentialServiceDeps) {
   };
 
   const service = {
-    /** Admins and system tokens only; the identity must exist (asked of identity with the caller's token). */
-    async create(input: CreateCredentialInput, caller: Caller, options: { platform?: boolean } = {}): Promise<TaggedCredential> {
+    /**
+     * Admins and system tokens only; the identity must exist (asked of identity with the
+     * caller's token). `options.guard` runs in the insert's transaction (an Idempotency-Key).
+     */
+    async create(
+      input: CreateCredentialInput,
+      caller: Caller,
+      options: { platform?: boolean; guard?: CreateGuard<TaggedCredential> } = {},
+    ): Promise<TaggedCredential> {
       if (!isPrivileged(caller.principal)) throw forbidden();
       const identity = await lookupIdentity({ id: input.identity_id }, caller.authority);
       if (!identity) throw identityMissing(input.identity_id);
@@ -198,6 +207,7 @@ export function createCredentialService(deps: CredentialServiceDeps) {
             ...write,
           },
           (created) => ({ subject: 'credential.created', payload: eventOf(created) }),
+          guardRows(options.guard, tagged),
         );
         deps.eventsCommitted();
         return tagged(row);
@@ -205,6 +215,14 @@ export function createCredentialService(deps: CredentialServiceDeps) {
         if (error instanceof UniqueViolation) throw conflictFor(input.provider);
         throw error;
       }
+    },
+
+    /**
+     * What tells two creates apart for an Idempotency-Key: the body with its secret as its
+     * keyed hash, so the kept fingerprint cannot test password guesses offline.
+     */
+    fingerprintOf(input: CreateCredentialInput): unknown {
+      return input.secret === undefined ? input : { ...input, secret: apiKeys.hash(input.secret) };
     },
 
     async get(id: string, principal: Principal): Promise<TaggedCredential> {

@@ -1,4 +1,4 @@
-import { createPrismaClient, enqueueEvent, readFilteredPage, type Database, type FilteredTable, type ListFilters, type Page } from '@app/platform';
+import { createPrismaClient, enqueueEvent, readFilteredPage, type CreateGuard, type Database, type FilteredTable, type ListFilters, type Page } from '@app/platform';
 import { Prisma, PrismaClient, type Identity } from '../generated/prisma/client.js';
 import type { IdentityFilters } from './schemas.js';
 
@@ -52,8 +52,11 @@ export interface IdentityRepository {
   findById(id: string): Promise<IdentityRow | null>;
   findByEmail(email: string): Promise<IdentityRow | null>;
   list(filters: IdentityFilters, page: Page, count: boolean): Promise<{ rows: IdentityRow[]; hasMore: boolean; total?: number }>;
-  /** Inserts and records the event atomically; rejects with UniqueViolation on a taken email. */
-  create(data: IdentityWrite & { name: string; email: string }, event: EventFor): Promise<IdentityRow>;
+  /**
+   * Inserts and records the event atomically; rejects with UniqueViolation on a taken email.
+   * `guard` claims an Idempotency-Key first in the transaction and keeps the answer last.
+   */
+  create(data: IdentityWrite & { name: string; email: string }, event: EventFor, guard?: CreateGuard<IdentityRow>): Promise<IdentityRow>;
   /**
    * Updates and records the event atomically; null when there is no such identity. Rejects
    * with LastAdminViolation when the update would leave no active admin, also under
@@ -90,12 +93,14 @@ export function createIdentityRepository(database: Database): IdentityRepository
     findById: (id) => prisma.identity.findUnique({ where: { id } }),
     findByEmail: (email) => prisma.identity.findUnique({ where: { email } }),
     list: (filters, page, count) => readFilteredPage<IdentityRow>(prisma, IDENTITY_TABLE, filters as ListFilters, page, count),
-    create: async (data, event) => {
+    create: async (data, event, guard) => {
       try {
         return await prisma.$transaction(async (tx) => {
+          await guard?.claim(tx);
           const row = await tx.identity.create({ data });
           const { subject, payload } = event(row);
           await enqueueEvent(tx, IDENTITY_SCHEMA, subject, payload);
+          await guard?.remember(tx, row);
           return row;
         });
       } catch (error) {

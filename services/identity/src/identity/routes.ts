@@ -1,6 +1,10 @@
 import { identityLookupRequestSchema, INTERNAL_ROUTES, internalIdentitySchema } from '@app/contracts';
+import type { BlockList } from 'node:net';
 import {
   createdResponse,
+  createIdempotently,
+  idempotencyResponses,
+  idempotentHeadersSchema,
   notModifiedResponse,
   preconditionFailedResponse,
   principalOf,
@@ -22,7 +26,8 @@ import {
   listIdentitiesQuerySchema,
   updateIdentityBodySchema,
 } from './schemas.js';
-import type { IdentityService } from './service.js';
+import type { IdentityService, TaggedIdentity } from './service.js';
+import { IDENTITY_SCHEMA } from './repository.js';
 import type { SignupRateLimit } from './signup-limit.js';
 
 export const IDENTITY_PREFIX = '/api/v1/identity';
@@ -51,6 +56,8 @@ export interface IdentityRoutesOptions {
   service: IdentityService;
   /** Per-address throttle of sign-up (registerSignupLimit); it bounds probing for taken emails too. */
   signupRateLimit: SignupRateLimit;
+  /** TRUST_PROXY's peers: an anonymous sign-up's Idempotency-Key is scoped to the client address they name. */
+  trustedProxies: BlockList;
 }
 
 /** The public identity API (under IDENTITY_PREFIX, routed by the gateway). */
@@ -66,15 +73,20 @@ export async function identityRoutes(app: App, options: IdentityRoutesOptions): 
         tags: TAGS,
         operationId: 'createIdentity',
         summary: 'Register an identity (no token needed; roles need an admin token)',
+        description: 'With Idempotency-Key, a retry answers the first answer again and creates nothing.',
+        headers: idempotentHeadersSchema,
         body: createIdentityBodySchema,
-        response: { 201: createdResponse(identityListSchema), ...errors, 429: problemSchema },
+        response: { 201: createdResponse(identityListSchema), ...errors, ...idempotencyResponses, 429: problemSchema },
         responseHeaders: SIGNUP_LIMIT_HEADERS,
       },
     },
-    async (request, reply) => {
-      const { record, etag } = await service.create(request.body, request.principal);
-      return reply.code(201).header('etag', etag).header('location', recordLocation(IDENTITY_PREFIX, record.id)).send([record]);
-    },
+    async (request, reply) =>
+      createIdempotently<TaggedIdentity>(request, reply, {
+        schema: IDENTITY_SCHEMA,
+        trustedProxies: options.trustedProxies,
+        create: (guard) => service.create(request.body, request.principal, guard),
+        answer: ({ record, etag }) => ({ status: 201, body: JSON.stringify([record]), headers: { etag, location: recordLocation(IDENTITY_PREFIX, record.id) } }),
+      }),
   );
 
   app.get(

@@ -3,11 +3,13 @@ import {
   bumpSignInGeneration,
   entityTag,
   forbidden,
+  guardRows,
   isAdmin,
   isOwnerOrAdmin,
   isPrivileged,
   preconditionFailed,
   type Cache,
+  type CreateGuard,
   type Logger,
   type Page,
   type Precondition,
@@ -94,12 +96,13 @@ export function createIdentityService(deps: IdentityServiceDeps) {
     cache.delete(recordKey(id)).catch((error: unknown) => logger.warn({ err: error, id }, 'identity cache delete failed'));
 
   /** Inserts an identity as given, roles included: callers check who may set them. */
-  const insert = async (input: CreateIdentityInput): Promise<TaggedIdentity> => {
+  const insert = async (input: CreateIdentityInput, guard?: CreateGuard<TaggedIdentity>): Promise<TaggedIdentity> => {
     try {
-      const row = await repository.create({ ...input, avatar: input.avatar ?? null }, (created) => ({
-        subject: 'identity.created',
-        payload: eventOf(created),
-      }));
+      const row = await repository.create(
+        { ...input, avatar: input.avatar ?? null },
+        (created) => ({ subject: 'identity.created', payload: eventOf(created) }),
+        guardRows(guard, (created: IdentityRow) => tagged(toRecord(created))),
+      );
       deps.eventsCommitted();
       return tagged(toRecord(row));
     } catch (error) {
@@ -111,11 +114,12 @@ export function createIdentityService(deps: IdentityServiceDeps) {
   return {
     /**
      * Anyone may register; only an admin sets roles (a `system` token is an ordinary role and
-     * may not: else any key of a service identity could mint admins).
+     * may not: else any key of a service identity could mint admins). `guard` runs in the
+     * insert's transaction (an Idempotency-Key).
      */
-    async create(input: CreateIdentityInput, principal: Principal | undefined): Promise<TaggedIdentity> {
+    async create(input: CreateIdentityInput, principal: Principal | undefined, guard?: CreateGuard<TaggedIdentity>): Promise<TaggedIdentity> {
       if (input.roles !== undefined && !(principal && isAdmin(principal))) throw privilegedFieldsForbidden();
-      return insert(input);
+      return insert(input, guard);
     },
 
     /**

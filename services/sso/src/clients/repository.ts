@@ -1,3 +1,4 @@
+import type { CreateGuard } from '@app/platform';
 import type { PrismaClient } from '../generated/prisma/client.js';
 import type { ClientGrantType, ClientType, Scope } from './schemas.js';
 
@@ -17,8 +18,12 @@ export interface StoredClient {
 
 export type ClientSettings = Pick<StoredClient, 'name' | 'redirectUris' | 'postLogoutRedirectUris' | 'grantTypes' | 'scopes'>;
 
+/** sso's Postgres schema: its tables, the outbox and the idempotency keys. */
+export const SSO_SCHEMA = 'sso';
+
 export interface ClientRepository {
-  insert(client: Omit<StoredClient, 'createdAt' | 'updatedAt'>): Promise<StoredClient>;
+  /** `guard` claims an Idempotency-Key first in the insert's transaction and keeps the answer last. */
+  insert(client: Omit<StoredClient, 'createdAt' | 'updatedAt'>, guard?: CreateGuard<StoredClient>): Promise<StoredClient>;
   find(id: string): Promise<StoredClient | undefined>;
   list(page: { limit: number; offset: number }): Promise<StoredClient[]>;
   update(id: string, settings: ClientSettings): Promise<StoredClient | undefined>;
@@ -35,7 +40,13 @@ export function createClientRepository(prisma: PrismaClient): ClientRepository {
     scopes: row.scopes as Scope[],
   });
   return {
-    insert: async (client) => stored(await prisma.oAuthClient.create({ data: client })),
+    insert: (client, guard) =>
+      prisma.$transaction(async (tx) => {
+        await guard?.claim(tx);
+        const row = stored(await tx.oAuthClient.create({ data: client }));
+        await guard?.remember(tx, row);
+        return row;
+      }),
     // A client_id that is not a UUID names no client (and must not reach a uuid column).
     find: async (id) => {
       if (!UUID.test(id)) return undefined;

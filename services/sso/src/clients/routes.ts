@@ -1,4 +1,4 @@
-import { problemSchema, recordLocation, type App } from '@app/platform';
+import { createIdempotently, idempotencyResponses, idempotentHeadersSchema, problemSchema, recordLocation, type App, type StoredAnswer } from '@app/platform';
 import { z } from 'zod';
 import {
   clientIdParamsSchema,
@@ -8,7 +8,8 @@ import {
   listClientsQuerySchema,
   updateClientBodySchema,
 } from './schemas.js';
-import { clientRecordOf, type ClientService } from './service.js';
+import { SSO_SCHEMA } from './repository.js';
+import { clientRecordOf, type ClientService, type CreatedClient } from './service.js';
 
 export const CLIENTS_PATH = '/api/v1/sso/clients';
 
@@ -17,6 +18,13 @@ const security = [{ bearerAuth: [] }];
 const errors = { 400: problemSchema, 401: problemSchema, 403: problemSchema, 404: problemSchema, 503: problemSchema };
 /** Registering the apps that may sign users in is an administrator's decision: 403 for anyone else. */
 const adminsOnly = { auth: { roles: ['admin'] } } as const;
+
+/** A 201 with the registered client (and its secret, the one time it is known): never stored by a cache. */
+const createdAnswer = ({ client, secret }: CreatedClient): StoredAnswer => ({
+  status: 201,
+  body: JSON.stringify([{ ...clientRecordOf(client), ...(secret !== undefined && { client_secret: secret }) }]),
+  headers: { 'cache-control': 'no-store', location: recordLocation(CLIENTS_PATH, client.id) },
+});
 
 /** The registered OAuth clients (admins only): the apps that may send users to the login page. */
 export async function clientRoutes(app: App, options: { clients: ClientService }): Promise<void> {
@@ -31,15 +39,20 @@ export async function clientRoutes(app: App, options: { clients: ClientService }
         operationId: 'createOAuthClient',
         summary: 'Register an OAuth client (admins); a confidential client\'s secret is shown this once',
         security,
+        description: 'With Idempotency-Key, a retry answers the first answer again, without the secret, and registers nothing.',
+        headers: idempotentHeadersSchema,
         body: createClientBodySchema,
-        response: { 201: z.array(createdClientSchema), ...errors },
+        response: { 201: z.array(createdClientSchema), ...errors, ...idempotencyResponses },
       },
     },
-    async (request, reply) => {
-      const { client, secret } = await clients.create(request.body);
-      reply.header('cache-control', 'no-store').header('location', recordLocation(CLIENTS_PATH, client.id));
-      return reply.code(201).send([{ ...clientRecordOf(client), ...(secret !== undefined && { client_secret: secret }) }]);
-    },
+    async (request, reply) =>
+      createIdempotently<CreatedClient>(request, reply, {
+        schema: SSO_SCHEMA,
+        create: (guard) => clients.create(request.body, guard),
+        answer: createdAnswer,
+        // The secret is shown once: a replay answers the client as registered, without it.
+        replay: ({ client }) => createdAnswer({ client }),
+      }),
   );
 
   app.get(

@@ -1,4 +1,5 @@
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { guardRows, type CreateGuard } from '@app/platform';
 import { clientNotFound } from './errors.js';
 import type { ClientRepository, StoredClient } from './repository.js';
 import type { ClientRecord, CreateClientBody, UpdateClientBody } from './schemas.js';
@@ -29,9 +30,18 @@ export const clientRecordOf = (client: StoredClient): ClientRecord => ({
   updatedAt: client.updatedAt.toISOString(),
 });
 
+/** A client just registered, with its secret when confidential (the one time it is known). */
+export interface CreatedClient {
+  client: StoredClient;
+  secret?: string;
+}
+
 export interface ClientService {
-  /** Registers a client; a confidential one's secret is in the answer, and nowhere ever again. */
-  create(body: CreateClientBody): Promise<{ client: StoredClient; secret?: string }>;
+  /**
+   * Registers a client; a confidential one's secret is in the answer, and nowhere ever again.
+   * `guard` runs in the insert's transaction (an Idempotency-Key).
+   */
+  create(body: CreateClientBody, guard?: CreateGuard<CreatedClient>): Promise<CreatedClient>;
   get(id: string): Promise<StoredClient>;
   list(page: { limit: number; offset: number }): Promise<StoredClient[]>;
   update(id: string, body: UpdateClientBody): Promise<StoredClient>;
@@ -58,15 +68,14 @@ export function createClientService(repository: ClientRepository): ClientService
     scopes: [...new Set(body.scopes)],
   });
   return {
-    create: async (body) => {
+    create: async (body, guard) => {
       const secret = body.type === 'confidential' ? randomBytes(CLIENT_SECRET_BYTES).toString('base64url') : undefined;
-      const client = await repository.insert({
-        id: randomUUID(),
-        type: body.type,
-        secretHash: secret === undefined ? null : hashSecret(secret).toString('hex'),
-        ...settingsOf(body),
-      });
-      return { client, ...(secret !== undefined && { secret }) };
+      const created = (client: StoredClient): CreatedClient => ({ client, ...(secret !== undefined && { secret }) });
+      const client = await repository.insert(
+        { id: randomUUID(), type: body.type, secretHash: secret === undefined ? null : hashSecret(secret).toString('hex'), ...settingsOf(body) },
+        guardRows(guard, created),
+      );
+      return created(client);
     },
     get: async (id) => (await repository.find(id)) ?? Promise.reject(clientNotFound(id)),
     list: (page) => repository.list(page),
