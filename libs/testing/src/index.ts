@@ -353,25 +353,25 @@ export const CORS_EXPOSED = 'Link, ETag, Location, Content-Range, Retry-After, X
 export const corsPreflightAllowance = (origin: string) => ({
   'access-control-allow-origin': origin,
   'access-control-allow-methods': 'GET, HEAD, POST, PUT, PATCH, DELETE',
-  'access-control-allow-headers': 'authorization, content-type, accept-language, prefer, x-request-id, if-match, if-none-match',
+  'access-control-allow-headers': 'authorization, content-type, accept-language, prefer, x-request-id, if-match, if-none-match, idempotency-key',
   'access-control-expose-headers': CORS_EXPOSED,
   'access-control-max-age': '7200',
 });
 
 /**
- * Locks rows (`select ... for update`) in a transaction of the test's own on a real Postgres
- * server, until `release()` commits it: writes sent meanwhile all queue behind it, so what
- * they do once it ends is a race run the same way every time.
+ * Locks rows (`select ... for update`, or an uncommitted insert) in a transaction of the
+ * test's own on a real Postgres server, until `release()` commits it or `rollback()` undoes
+ * it: writes sent meanwhile all queue behind it, so what they do once it ends is a race run
+ * the same way every time.
  */
-export async function holdRowLocks(databaseUrl: string, select: string, params: unknown[]): Promise<{ release(): Promise<void> }> {
+export async function holdRowLocks(databaseUrl: string, select: string, params: unknown[]): Promise<{ release(): Promise<void>; rollback(): Promise<void> }> {
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
   await client.query('begin');
   await client.query(select, params);
-  return {
-    release: async () => {
-      await client.query('commit');
-      await client.end();
-    },
+  const end = async (command: 'commit' | 'rollback') => {
+    await client.query(command);
+    await client.end();
   };
+  return { release: () => end('commit'), rollback: () => end('rollback') };
 }
