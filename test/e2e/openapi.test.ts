@@ -105,6 +105,20 @@ describe.each(DEPLOYMENTS)('the OpenAPI document ($name)', (deployment) => {
     expect(throttled).toBeGreaterThan(5);
   });
 
+  it('documents Idempotency-Key, with its 409 and 422, on every create', () => {
+    // Every POST that creates a record; a key rotation answers 201 too, but a retried one only rotates again.
+    const creates = operationsOf(document).filter(({ path, method, operation }) => method === 'post' && operation.responses['201'] && path !== '/api/v1/sso/keys/rotate');
+    expect(creates.map(({ operation }) => operation.operationId)).toEqual(
+      expect.arrayContaining(['createProduct', 'createPost', 'createIdentity', 'createCredential', 'createOAuthClient']),
+    );
+    for (const { path, operation } of creates) {
+      const header = ((operation.parameters ?? []) as OpenApi[]).find((parameter) => parameter.in === 'header' && parameter.name === 'idempotency-key');
+      expect([path, header?.schema]).toEqual([path, expect.objectContaining({ type: 'string', pattern: expect.any(String) })]);
+      expect([path, Object.keys(operation.responses)]).toEqual([path, expect.arrayContaining(['409', '422'])]);
+      expect(operation.responses['409'].description).toMatch(/Idempotency-Key/);
+    }
+  });
+
   it('offers only examples and defaults that satisfy their schemas', () => {
     const checks = checkExamples(document);
     expect(checks.filter((check) => check.error)).toEqual([]);
