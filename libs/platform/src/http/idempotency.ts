@@ -60,14 +60,15 @@ export const idempotentHeadersSchema = z.looseObject({ [IDEMPOTENCY_KEY_HEADER]:
 
 const problemResponse = (description: string) => ({ description, content: { [PROBLEM_MEDIA_TYPE]: { schema: problemSchema } } });
 
-/** The problems a keyed create answers besides its own (its 422 keeps its own meaning too). */
+/** The problems a keyed create answers besides its own (a route's own 422 shares the status: `code` tells them apart). */
 export const idempotencyResponses = {
   409: problemResponse('Conflict: a request with this Idempotency-Key is still in flight; retry once it has been answered'),
-  422: problemResponse('Unprocessable: a unique value is taken, or this Idempotency-Key was used with another body'),
+  422: problemResponse('Unprocessable: the request cannot be done as sent (see `code`), such as this Idempotency-Key sent before with another body'),
 };
 
-export const idempotencyKeyInFlight = () => new AppError('PLATFORM_IDEMPOTENCY_KEY_IN_FLIGHT', 409, 'error.idempotencyKeyInFlight');
-export const idempotencyKeyReused = () => new AppError('PLATFORM_IDEMPOTENCY_KEY_REUSED', 422, 'error.idempotencyKeyReused');
+/** The draft's answers to a key in flight (409) and to a key reused with another body (422). */
+const idempotencyKeyInFlight = () => new AppError('PLATFORM_IDEMPOTENCY_KEY_IN_FLIGHT', 409, 'error.idempotencyKeyInFlight');
+const idempotencyKeyReused = () => new AppError('PLATFORM_IDEMPOTENCY_KEY_REUSED', 422, 'error.idempotencyKeyReused');
 
 /** An answer as sent, and as kept under its key for a replay. */
 export interface StoredAnswer {
