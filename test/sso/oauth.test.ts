@@ -152,7 +152,7 @@ describe.each(CASES)('OAuth 2 metadata, introspection and key rotation at the ed
         jti: expect.any(String),
         sid: expect.any(String),
         client_id: user.credentialId,
-        roles: [],
+        roles: ['introspect'],
       });
     });
 
