@@ -28,9 +28,13 @@ const BUILT_SERVICES: Partial<Record<ServiceName, Service>> = {
 };
 
 export interface PlatformOptions {
-  /** Port to listen on; 0 picks a free one, and a free management port too (tests). Default: PORT, else 3000. */
+  /** Port to listen on; 0 picks a free one (tests). Default: PORT, else 3000. */
   port?: number;
-  /** Port of /metrics; 0 picks a free one. Default: 0 when `port` is 0, else MANAGEMENT_PORT. */
+  /**
+   * Port of /metrics; 0 picks a free one. Default: a free one when `port` is given (a test or
+   * an embedder choosing its ports must not contend for the fixed one), else MANAGEMENT_PORT
+   * (a free one when PORT is 0).
+   */
   managementPort?: number;
   /** Open dependencies to use instead of opening them from the configuration. */
   dependencies?: Dependencies;
@@ -76,7 +80,7 @@ export async function startPlatform(config: PlatformConfig, logger: Logger, opti
   try {
     const app = await buildPlatform(settings, deps, options.services);
     const running = await listenApp('platform', app, { host: settings.HOST, port: options.port ?? settings.PORT ?? 3000 });
-    const management = await openManagementPort(settings, logger, options.managementPort ?? (options.port === 0 ? 0 : settings.MANAGEMENT_PORT)).catch(async (error: unknown) => {
+    const management = await openManagementPort(settings, logger, options.managementPort ?? (options.port === undefined ? undefined : 0)).catch(async (error: unknown) => {
       await running.close();
       throw error;
     });

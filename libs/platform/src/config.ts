@@ -285,7 +285,8 @@ const configShape = z.object({
   METRICS: z.enum(['on', 'off']).default('on'),
   /**
    * The management port: /metrics, apart from the public PORT so no gateway route or Ingress
-   * reaches it (9464, the Prometheus exporter port OpenTelemetry's SDKs use). 0 picks a free one.
+   * reaches it (9464, the Prometheus exporter port OpenTelemetry's SDKs use). 0 picks a free
+   * one, as PORT=0 does (runtime.ts).
    */
   MANAGEMENT_PORT: port.default(9464),
   /**

@@ -80,10 +80,15 @@ export async function listenApp(name: string, app: App, listen: { host: string; 
 }
 
 /**
- * Opens the process's management port (MANAGEMENT_PORT, or `port` when given) for /metrics;
- * nothing with METRICS=off.
+ * Opens the process's management port for /metrics: `port` when given, else MANAGEMENT_PORT,
+ * or a free one when PORT is 0 (a process asked for any public port, as tests do, must not
+ * contend for the fixed management one); nothing with METRICS=off.
  */
-export async function openManagementPort(config: PlatformConfig, logger: Logger, port = config.MANAGEMENT_PORT): Promise<ManagementServer | undefined> {
+export async function openManagementPort(
+  config: PlatformConfig,
+  logger: Logger,
+  port = config.PORT === 0 ? 0 : config.MANAGEMENT_PORT,
+): Promise<ManagementServer | undefined> {
   return config.METRICS === 'on' ? startManagementServer({ host: config.HOST, port, logger }) : undefined;
 }
 
