@@ -352,7 +352,8 @@ async function createProduct(base, token) {
 function nodeEnv(extra) {
   // ARGON2_* and THREADPOOL_NICE pass through, to compare password-hashing settings.
   const argon2 = Object.fromEntries(Object.entries(process.env).filter(([name]) => name.startsWith('ARGON2_') || name === 'THREADPOOL_NICE'));
-  return { PATH: process.env.PATH, HOST: '127.0.0.1', LOG_LEVEL, ...argon2, ...extra };
+  // MANAGEMENT_PORT 0: each process's /metrics on a free port of its own, so processes side by side never collide on 9464.
+  return { PATH: process.env.PATH, HOST: '127.0.0.1', LOG_LEVEL, MANAGEMENT_PORT: '0', ...argon2, ...extra };
 }
 
 /**
@@ -830,6 +831,13 @@ async function tokenScenarios(round, platform, read) {
   const rows = [];
   const tag = randomUUID().slice(0, 8);
   const service = await postJson(platform.base, '/api/v1/identity', { name: 'Bench Service', email: `bench-service-${tag}@example.com` });
+  // A resource server: only an identity an admin gave the `introspect` role may introspect (g).
+  const promoted = await fetch(`${platform.base}/api/v1/identity/${service.id}`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${platform.token}` },
+    body: JSON.stringify({ roles: ['introspect'] }),
+  });
+  await expectStatus(promoted, 200, 'giving the bench service the introspect role');
   const secret = randomBytes(32).toString('base64url');
   // The client's own secret is the API key it sends as client_secret.
   const credential = await postJson(platform.base, '/api/v1/credentials', { identity_id: service.id, provider: 'API_KEY', secret }, platform.token);

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { buildPlatform } from '@app/all-in-one';
 import { DOMAIN_SERVICES, SERVICES, type ServiceName } from '@app/contracts';
 import { buildGateway } from '@app/gateway';
-import { buildServiceApp, loadConfig, type App, type PlatformConfig } from '@app/platform';
+import { buildServiceApp, CONFIG_KEYS, loadConfig, METRICS_PATH, SECRET_VARIABLES, type App, type PlatformConfig } from '@app/platform';
 import { openTestDependencies } from '@app/testing';
 import { parseAllDocuments } from 'yaml';
 import {
@@ -49,10 +49,10 @@ const migrated = services.filter(hasMigrations);
 const IMAGE = (service: string) => `api-platform/${service}`;
 const ROOT_VERSION = (JSON.parse(read('package.json')) as { version: string }).version;
 
-/** Names the config schema drops (unknown ones are stripped from the parsed config). */
+/** Names the config schema does not know (an empty value, which counts as unset, is still a known name). */
 function unknownNames(env: Record<string, string>): string[] {
-  const parsed = loadConfig(env) as Record<string, unknown>;
-  return Object.keys(env).filter((name) => !(name in parsed));
+  loadConfig(env);
+  return Object.keys(env).filter((name) => !(CONFIG_KEYS as string[]).includes(name));
 }
 
 /** A standalone service opens Postgres, Redis and NATS (runService); the gateway opens none. */
@@ -61,16 +61,23 @@ const opensDependencies = (service: string) => !exists(`services/${service}/src/
 /** The configuration a service's process runs with: SHARED_CONFIG and its slice validated, the rest defaults. */
 const configOf = (service: ServiceName, env: Record<string, string>): PlatformConfig => loadConfig(env, ownConfigOf(service));
 
+/**
+ * The secrets a deployment must be able to set: the config's secret variables, the clients
+ * whose secrets they are (id and secret go together), and the bootstrap admin's email beside
+ * its password.
+ */
+const DEPLOYED_SECRETS = [...new Set([...SECRET_VARIABLES, 'GOOGLE_CLIENT_ID', 'GITHUB_CLIENT_ID', 'BOOTSTRAP_ADMIN_EMAIL'])].sort();
+
 /** The backing servers' URLs: secrets, which a process that opens none of them is not given. */
 const BACKING_URLS = ['DATABASE_URL', 'REDIS_URL', 'NATS_URL'];
 
 /** Whether a service reads a Secret key: its own slice names it, or it opens the server the key reaches. */
 const readsSecret = (service: ServiceName, key: string) => ownConfigOf(service).includes(key as never) || (opensDependencies(service) && BACKING_URLS.includes(key));
 
-function expectRunnableConfig(service: ServiceName, env: Record<string, string>, hostOf: (name: ServiceName) => string) {
+function expectRunnableConfig(service: ServiceName, env: Record<string, string>, hostOf: (name: ServiceName) => string, nodeEnv = 'production') {
   expect(unknownNames(env)).toEqual([]);
   const config = configOf(service, env);
-  expect(config.NODE_ENV).toBe('production');
+  expect(config.NODE_ENV).toBe(nodeEnv);
   // Without these a pod falls back to an embedded database on a read-only filesystem and a
   // per-process cache and bus that its replicas would not share.
   if (opensDependencies(service)) {
@@ -230,7 +237,8 @@ describe('docker-compose.yml', () => {
 
   it.each(PLATFORM_SERVICES)('gives %s an environment the config schema accepts, pointing at the compose services', (service) => {
     const env = interpolateDefaults(compose.services[service]!.environment ?? {});
-    const config = expectRunnableConfig(service, env, (name) => name);
+    // Compose is the development setup: sso makes the first admin when none is configured.
+    const config = expectRunnableConfig(service, env, (name) => name, 'development');
     if (config.DATABASE_URL) expect(new URL(config.DATABASE_URL).hostname).toBe('postgres');
     if (config.REDIS_URL) expect(new URL(config.REDIS_URL).hostname).toBe('redis');
     if (config.NATS_URL) expect(new URL(config.NATS_URL).hostname).toBe('nats');
@@ -243,11 +251,31 @@ describe('docker-compose.yml', () => {
   });
 
   it('gives each secret only to the services that read it, and every one that does', () => {
-    const secrets = ['DATABASE_URL', 'REDIS_URL', 'SSO_KEY_ENCRYPTION_SECRET', 'BOOTSTRAP_ADMIN_EMAIL', 'BOOTSTRAP_ADMIN_PASSWORD'];
+    const secrets = ['DATABASE_URL', 'REDIS_URL', ...DEPLOYED_SECRETS];
     for (const service of PLATFORM_SERVICES) {
       const given = Object.keys(compose.services[service]!.environment ?? {}).filter((name) => secrets.includes(name));
       expect([service, given.sort()]).toEqual([service, secrets.filter((key) => readsSecret(service, key)).sort()]);
     }
+  });
+
+  it('takes every secret from the environment (or an .env file), none fixed in the file but local-only defaults', () => {
+    for (const service of PLATFORM_SERVICES) {
+      const environment = compose.services[service]!.environment ?? {};
+      for (const name of DEPLOYED_SECRETS.filter((key) => key in environment)) {
+        expect([service, name, environment[name]]).toEqual([service, name, expect.stringMatching(new RegExp(`^\\$\\{${name}:-[^}]*\\}$`))]);
+      }
+    }
+    // No password for the first admin is built in: unset, sso generates one and prints it once.
+    expect(interpolateDefaults(compose.services.sso!.environment ?? {})).toMatchObject({ BOOTSTRAP_ADMIN_EMAIL: '', BOOTSTRAP_ADMIN_PASSWORD: '' });
+  });
+
+  it('serves /metrics on a management port in every container, published nowhere', () => {
+    for (const service of PLATFORM_SERVICES) {
+      const config = configOf(service, interpolateDefaults(compose.services[service]!.environment ?? {}));
+      expect([service, config.METRICS, config.MANAGEMENT_PORT]).toEqual([service, 'on', 9464]);
+      expect([service, config.MANAGEMENT_PORT === portOf(service)]).toEqual([service, false]);
+    }
+    expect(Object.values(compose.services).flatMap((entry) => entry.ports ?? []).filter((published) => published.includes('9464'))).toEqual([]);
   });
 
   it('fails the check on a misspelled variable', () => {
@@ -294,9 +322,10 @@ describe('deploy/k8s/base', () => {
       if (exists(`services/${service}`)) expect(distEntryExists(service, 'dist/main.js')).toBe(true);
     });
 
-    it('listens on its registry port, probed at /health/liveness and /health/readiness there', () => {
+    it('listens on its registry port, probed at /health/liveness and /health/readiness there, and on its management port', () => {
       const container = containerOf(service);
-      expect(container.ports?.map((p) => p.containerPort)).toEqual([port]);
+      const { MANAGEMENT_PORT } = configOf(service, containerEnv(container, configMaps, secret));
+      expect(container.ports?.map((p) => [p.name, p.containerPort])).toEqual([['http', port], ['metrics', MANAGEMENT_PORT]]);
       expect(container.env?.find((v) => v.name === 'PORT')?.value).toBe(String(port));
       const probes = [container.startupProbe, container.livenessProbe, container.readinessProbe];
       expect(probes.map((probe) => probe && [probe.httpGet.path, resolvePort(container, probe.httpGet.port)])).toEqual([
@@ -351,21 +380,23 @@ describe('deploy/k8s/base', () => {
       expect(pdb.spec.maxUnavailable ?? pdb.spec.minAvailable).toBeDefined();
     });
 
-    it('admits traffic on its port only from the services that call it (whose config reads its URL), and Prometheus', () => {
+    it('admits traffic on its port only from the services that call it (whose config reads its URL), and Prometheus on its management port alone', () => {
       const policy = named(objects, 'NetworkPolicy', service)!;
       const deployment = named(objects, 'Deployment', service)!;
       expect(selects(policy.spec.podSelector.matchLabels, deployment.spec.template.metadata.labels)).toBe(true);
       expect(policy.spec.policyTypes).toEqual(['Ingress']);
       const rules = policy.spec.ingress ?? [];
-      for (const rule of rules) expect(rule.ports?.map((p) => resolvePort(containerOf(service), p.port))).toEqual([port]);
+      const { MANAGEMENT_PORT } = configOf(service, containerEnv(containerOf(service), configMaps, secret));
+      const scraping = (rule: (typeof rules)[number]) => (rule.from ?? []).some((peer) => peer.namespaceSelector !== undefined);
+      // The management port only to Prometheus; the service's port never to it (nor anyone else's).
+      for (const rule of rules) expect(rule.ports?.map((p) => resolvePort(containerOf(service), p.port))).toEqual([scraping(rule) ? MANAGEMENT_PORT : port]);
+      for (const rule of rules.filter(scraping)) expect(rule.from?.every((peer) => peer.namespaceSelector !== undefined)).toBe(true);
       // Each peer names one service's pods; what the policy admits is exactly who calls it
       // (a service whose source is not in this checkout yet is taken on trust).
       const allPeers = rules.flatMap((rule) => rule.from ?? []);
-      // The one peer from outside the namespace: Prometheus, to scrape /metrics (gateway: open to all anyway).
+      // The one peer from outside the namespace: Prometheus, to scrape /metrics.
       const scrapers = allPeers.filter((peer) => peer.namespaceSelector !== undefined);
-      expect(scrapers).toEqual(
-        service === 'gateway' ? [] : [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } }, podSelector: { matchLabels: { 'app.kubernetes.io/name': 'prometheus' } } }],
-      );
+      expect(scrapers).toEqual([{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } }, podSelector: { matchLabels: { 'app.kubernetes.io/name': 'prometheus' } } }]);
       const peers = allPeers.filter((peer) => peer.namespaceSelector === undefined);
       const admitted = peers.map((peer) => {
         expect(peer.ipBlock).toBeUndefined();
@@ -376,8 +407,8 @@ describe('deploy/k8s/base', () => {
       const callers = services.filter(isServiceName).filter((caller) => caller !== service && callsOf(caller).includes(service));
       expect(callers.filter((caller) => !admitted.includes(caller))).toEqual([]);
       expect(admitted.filter((peer) => services.includes(peer) && !(callers as string[]).includes(peer))).toEqual([]);
-      const openToAll = rules.some((rule) => !rule.from || rule.from.length === 0);
-      expect(openToAll).toBe(service === 'gateway');
+      const openToAll = rules.filter((rule) => !rule.from || rule.from.length === 0);
+      expect(openToAll.map((rule) => rule.ports?.map((p) => resolvePort(containerOf(service), p.port)))).toEqual(service === 'gateway' ? [[port]] : []);
     });
   });
 
@@ -402,6 +433,9 @@ describe('deploy/k8s/base', () => {
 
   it('exposes only the gateway: every Service is ClusterIP and the Ingress routes to the gateway alone', () => {
     expect(ofKind(objects, 'Service').filter((s) => (s.spec.type ?? 'ClusterIP') !== 'ClusterIP').map((s) => s.metadata.name)).toEqual([]);
+    // No Service reaches a management port, so no Ingress or peer can route to /metrics.
+    const managementTargets = ofKind(objects, 'Service').flatMap((svc) => svc.spec.ports.filter((p) => p.targetPort === 'metrics' || resolvePort(containerOf(svc.metadata.name), p.targetPort) === resolvePort(containerOf(svc.metadata.name), 'metrics')));
+    expect(managementTargets).toEqual([]);
     const backends = ofKind(objects, 'Ingress').flatMap((ingress) => ingress.spec.rules.flatMap((rule) => rule.http.paths.map((path) => path.backend.service)));
     expect(backends).toEqual([{ name: 'gateway', port: { name: 'http' } }]);
   });
@@ -430,6 +464,14 @@ describe('deploy/k8s/base', () => {
     for (const [name, value] of Object.entries(secret.stringData)) expect([name, /CHANGE-ME|example\.com/.test(value)]).toEqual([name, true]);
     const referenced = [...deployments, ...jobs].flatMap((o) => o.spec.template.spec.containers.flatMap((c) => (c.env ?? []).flatMap((v) => (v.valueFrom?.secretKeyRef ? [v.valueFrom.secretKeyRef.key] : []))));
     expect(referenced.filter((key) => !(key in secret.stringData))).toEqual([]);
+  });
+
+  it('wires every secret a deployment sets from the Secret, to every service that reads it', () => {
+    expect(DEPLOYED_SECRETS.filter((key) => !(key in secret.stringData))).toEqual([]);
+    for (const service of PLATFORM_SERVICES) {
+      const fromSecret = (containerOf(service).env ?? []).flatMap((variable) => (variable.valueFrom?.secretKeyRef ? [variable.name] : []));
+      expect([service, DEPLOYED_SECRETS.filter((key) => readsSecret(service, key) && !fromSecret.includes(key))]).toEqual([service, []]);
+    }
   });
 
   it('keeps secrets out of the ConfigMap', () => {
@@ -513,6 +555,12 @@ const probePaths = (container: Container) =>
     expect(unknownNames(env)).toEqual([]);
     const config = loadConfig(env);
     expect([config.NODE_ENV, config.PORT, config.DATABASE_URL]).toEqual(['production', 3000, undefined]);
+    // Every secret the README says to set is wired from the Secret; /metrics on the management port only.
+    const fromSecret = (container.env ?? []).flatMap((variable) => (variable.valueFrom?.secretKeyRef ? [variable.name] : []));
+    expect(DEPLOYED_SECRETS.filter((key) => !fromSecret.includes(key))).toEqual([]);
+    expect(container.ports?.map((p) => [p.name, p.containerPort])).toEqual([['http', 3000], ['metrics', config.MANAGEMENT_PORT]]);
+    const services = ofKind(objects, 'Service');
+    expect(services.flatMap((svc) => svc.spec.ports.map((p) => resolvePort(container, p.targetPort)))).toEqual([3000]);
     expect(container.volumeMounts?.map((mount) => mount.mountPath)).toContain(config.DATA_DIR);
     expect(exists('apps/all-in-one/src/main.ts')).toBe(true);
   });
@@ -545,14 +593,17 @@ describe('every probe and metrics scrape of every deployment asks a route its pr
     const objects = service === 'all-in-one' ? (loadYamlDocuments(join(K8S_ALL_IN_ONE, 'all-in-one.yaml')) as K8sObject[]) : loadBase();
     const deployment = named(objects, 'Deployment', service)!;
     const container = deployment.spec.template.spec.containers[0]!;
-    // Prometheus scrapes the pod where its annotations say: the container's own port and /metrics.
+    // Prometheus scrapes the pod where its annotations say: the container's management port and /metrics.
     const scrape = deployment.spec.template.metadata.annotations ?? {};
-    expect([scrape['prometheus.io/scrape'], Number(scrape['prometheus.io/port'])]).toEqual(['true', container.ports?.[0]?.containerPort]);
-    const paths = [...new Set([...probePaths(container), scrape['prometheus.io/path']!])];
+    expect([scrape['prometheus.io/scrape'], Number(scrape['prometheus.io/port']), scrape['prometheus.io/path']]).toEqual(['true', resolvePort(container, 'metrics'), METRICS_PATH]);
+    expect(resolvePort(container, 'metrics')).toBe(deps.config.MANAGEMENT_PORT);
+    const paths = [...new Set(probePaths(container))];
     expect(paths.length).toBeGreaterThan(1);
     const app = await build(service);
     await app.ready();
     // A registered route, not merely an answer: an unknown path can answer 401 at the edge.
     for (const path of paths) expect([path, app.hasRoute({ method: 'GET', url: path })]).toEqual([path, true]);
+    // /metrics is the management listener's alone: the public app has no such route.
+    expect(app.hasRoute({ method: 'GET', url: METRICS_PATH })).toBe(false);
   }, 60_000);
 });

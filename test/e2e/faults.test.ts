@@ -100,6 +100,8 @@ function spawnAllInOne(port: number, dataDir: string, servers: { database: strin
     env: {
       PATH: process.env.PATH,
       PORT: String(port),
+      // /metrics on a free port: several of these may run on this machine at once.
+      MANAGEMENT_PORT: '0',
       HOST: '127.0.0.1',
       DATA_DIR: dataDir,
       LOG_LEVEL: 'silent',

@@ -1,7 +1,7 @@
-// /metrics and CORS as a client and Prometheus see them through the public address: the
-// all-in-one (embedded, and on the real servers when they are named) and split mode (real
-// servers only), where the gateway answers both for itself and each service serves its own
-// /metrics on its own port. The Grafana dashboard under deploy/ is held to what is scraped.
+// /metrics and CORS as a client and Prometheus see them: the all-in-one (embedded, and on the
+// real servers when they are named) and split mode (real servers only). CORS through the public
+// address; /metrics only on each process's management port (MANAGEMENT_PORT), never on a public
+// one. The Grafana dashboard under deploy/ is held to what is scraped.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -15,6 +15,8 @@ interface Running {
   url: string;
   /** Each split-mode service's own address (none in the all-in-one). */
   services: string[];
+  /** Every process's management address, where /metrics is. */
+  management: string[];
   close(): Promise<void>;
 }
 
@@ -32,6 +34,7 @@ const targets: { name: string; start(): Promise<Running> }[] = [
       return {
         url: platform.url,
         services: [],
+        management: [platform.managementUrl!],
         close: async () => {
           await platform.close();
           await deps.dispose();
@@ -57,6 +60,7 @@ const targets: { name: string; start(): Promise<Running> }[] = [
             return {
               url: cluster.url,
               services: Object.values(cluster.replicas).flat(),
+              management: cluster.processes.map((member) => member.managementUrl),
               close: async () => {
                 await cluster.stop();
                 await db.drop();
@@ -143,7 +147,15 @@ describe.each(targets)('metrics and CORS through the public address ($name)', (t
     expect(denied.headers.get('vary')).toBe('Origin, Accept-Language');
   });
 
-  it('exposes every metric the dashboard queries on /metrics, without a token', async () => {
+  it('serves no /metrics on a public port: the edge asks for a token, a service has no such route', async () => {
+    for (const url of [running.url, ...running.services]) {
+      const response = await fetch(`${url}/metrics`);
+      expect([url, response.status]).toEqual([url, url === running.url ? 401 : 404]);
+      expect(await response.text()).not.toMatch(/^# TYPE /m);
+    }
+  });
+
+  it('exposes every metric the dashboard queries on each process\'s management port, without a token', async () => {
     // Traffic for every family: a sign-in (sso), a list read twice (crud cache), a failed sign-in.
     // The bootstrap admin is created in the background after start: ask until it exists.
     let token: Response | undefined;
@@ -165,7 +177,7 @@ describe.each(targets)('metrics and CORS through the public address ($name)', (t
     });
     expect(failed.status).toBe(400);
 
-    const scrapes = await Promise.all([running.url, ...running.services].map(async (url) => {
+    const scrapes = await Promise.all(running.management.map(async (url) => {
       const response = await fetch(`${url}/metrics`);
       expect([url, response.status]).toEqual([url, 200]);
       return response.text();

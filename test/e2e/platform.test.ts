@@ -61,14 +61,17 @@ describe.each(testModes())('all-in-one platform (%s)', (mode) => {
     return ((await readJson(response)) as { access_token: string }).access_token;
   };
 
-  it('listens on exactly one port, the one its URL names, on the interface HOST names', () => {
-    expect(listeningServerCount() - serversBefore).toBe(1);
+  it('listens on exactly one public port, the one its URL names, on the interface HOST names, and its management port', () => {
+    expect(listeningServerCount() - serversBefore).toBe(2);
     const address = platform.app.server.address() as AddressInfo;
     expect(platform.url).toBe(`http://127.0.0.1:${address.port}`);
     expect(address.address).toBe(deps.config.HOST);
+    expect(platform.managementUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(platform.managementUrl).not.toBe(platform.url);
   });
 
-  it('is ready on that port: its own probe and the health report of every service', async () => {
+  it('is ready on that port once its bootstrap admin exists: its own probe and the health report of every service', async () => {
+    expect(await eventually(async () => (await fetch(`${platform.url}/health/readiness`)).status === 200, 60_000)).toBe(true);
     const probe = await fetch(`${platform.url}/health/readiness`);
     expect(probe.status).toBe(200);
     expect(await readJson(probe)).toMatchObject({ status: 'active', service: 'platform' });
@@ -227,20 +230,24 @@ describe('standalone entries', () => {
     }
   }, 120_000);
 
-  it('runs the all-in-one from its built entry on PORT, its one listening port, while the registry ports are taken', async () => {
+  it('runs the all-in-one from its built entry on PORT and MANAGEMENT_PORT, its only listening ports, while the registry ports are taken', async () => {
     // 3000-3005: where the services listen when each runs alone; the all-in-one needs none of them.
     const registryPorts = SERVICE_NAMES.map((name) => SERVICES[name].port);
     const held = await occupyPorts(registryPorts);
     const port = await freePort();
+    const managementPort = await freePort();
     const dataDir = await mkdtemp(join(tmpdir(), 'all-in-one-'));
     const child = spawn(process.execPath, [built('apps/all-in-one/dist/main.js')], {
-      env: { PATH: process.env.PATH, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info' },
+      env: { PATH: process.env.PATH, PORT: String(port), MANAGEMENT_PORT: String(managementPort), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     try {
       const ready = await waitForLog(child, (line) => String(line.msg).startsWith('platform ready on'));
       expect(ready.url).toBe(`http://127.0.0.1:${port}`);
-      expect(listeningPorts(child.pid!)).toEqual([port]);
+      expect(listeningPorts(child.pid!).sort()).toEqual([port, managementPort].sort());
+      // Said ready only once it is: its readiness already 200.
+      expect((await fetch(`http://127.0.0.1:${port}/health/readiness`)).status).toBe(200);
+      expect((await fetch(`http://127.0.0.1:${managementPort}/metrics`)).status).toBe(200);
       const response = await fetch(`http://127.0.0.1:${port}/api/v1/health/readiness`);
       expect(response.status).toBe(200);
       expect(Object.keys((await readJson(response)).services).sort()).toEqual([...DOMAIN_SERVICES].sort());

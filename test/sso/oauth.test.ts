@@ -38,8 +38,10 @@ function runRotateKeys(env: Record<string, string>): Promise<{ code: number; std
 describe.each(CASES)('OAuth 2 metadata, introspection and key rotation at the edge (%s, %s)', (topology, mode) => {
   let env: SsoPlatform;
   let admin: string;
-  /** An ordinary identity with an API_KEY credential: the relying party's client. */
+  /** An identity with an API_KEY credential, which an admin made a resource server (role `introspect`): the relying party's client. */
   let user: { id: string; credentialId: string; apiKey: string; refreshToken: string };
+  /** An ordinary identity with an API_KEY credential and no role. */
+  let plain: { credentialId: string; apiKey: string };
 
   beforeAll(async () => {
     env = await startSsoPlatform(mode, topology, { JWKS_COOLDOWN_SECONDS: '1', SSO_KEY_ACTIVATION_DELAY_SECONDS: String(ACTIVATION_DELAY_SECONDS) });
@@ -47,6 +49,7 @@ describe.each(CASES)('OAuth 2 metadata, introspection and key rotation at the ed
     const email = `client-${randomUUID().slice(0, 8)}@example.com`;
     const created = await env.call('POST', '/api/v1/identity', undefined, { name: 'A Client', email });
     const id = (created.body as { id: string }[])[0]!.id;
+    expect((await env.call('PUT', `/api/v1/identity/${id}`, admin, { roles: ['introspect'] })).status).toBe(200);
     expect((await env.call('POST', '/api/v1/credentials', admin, { identity_id: id, provider: 'LOCAL', secret: 'a user password, long enough' })).status).toBe(201);
     // The client chooses its key: 32+ random characters.
     const apiKey = randomBytes(32).toString('base64url');
@@ -54,6 +57,11 @@ describe.each(CASES)('OAuth 2 metadata, introspection and key rotation at the ed
     expect(credential.status).toBe(201);
     const signedIn = await env.token({ grant_type: 'password', username: email, password: 'a user password, long enough' });
     user = { id, credentialId: (credential.body as { id: string }[])[0]!.id, apiKey, refreshToken: String(signedIn.body.refresh_token) };
+    const plainId = ((await env.call('POST', '/api/v1/identity', undefined, { name: 'Not a resource server', email: `plain-${randomUUID().slice(0, 8)}@example.com` })).body as { id: string }[])[0]!.id;
+    const plainKey = randomBytes(32).toString('base64url');
+    const plainCredential = await env.call('POST', '/api/v1/credentials', admin, { identity_id: plainId, provider: 'API_KEY', secret: plainKey });
+    expect(plainCredential.status).toBe(201);
+    plain = { credentialId: (plainCredential.body as { id: string }[])[0]!.id, apiKey: plainKey };
   });
   afterAll(() => env.close());
 
@@ -144,7 +152,7 @@ describe.each(CASES)('OAuth 2 metadata, introspection and key rotation at the ed
         jti: expect.any(String),
         sid: expect.any(String),
         client_id: user.credentialId,
-        roles: [],
+        roles: ['introspect'],
       });
     });
 
@@ -173,15 +181,15 @@ describe.each(CASES)('OAuth 2 metadata, introspection and key rotation at the ed
         jti: claims.jti,
         sid: claims.sid,
         client_id: user.credentialId,
-        roles: [],
+        roles: ['introspect'],
       });
     });
 
-    it('answers the same to client_secret in the body, to an admin bearer token, and to openid-client', async () => {
+    it('answers the same to client_secret in the body, to a bearer token of the resource server, and to openid-client', async () => {
       const token = await clientToken();
       const byBasic = (await introspect({ token }, asClient())).body;
       expect((await introspect({ token, client_secret: user.apiKey, client_id: user.credentialId }, {})).body).toEqual(byBasic);
-      expect((await introspect({ token, token_type_hint: 'refresh_token' }, { authorization: `Bearer ${admin}` })).body).toEqual(byBasic);
+      expect((await introspect({ token, token_type_hint: 'refresh_token' }, { authorization: `Bearer ${await clientToken()}` })).body).toEqual(byBasic);
       expect(await client.tokenIntrospection(await discover('oauth2'), token)).toMatchObject({ active: true, sub: user.id, client_id: user.credentialId });
     });
 
@@ -245,7 +253,28 @@ describe.each(CASES)('OAuth 2 metadata, introspection and key rotation at the ed
       for (const garbage of ['never issued', 'a.b.c', 'x'.repeat(9_000)]) expect(await inactive(garbage)).toEqual([200, { active: false }]);
     });
 
-    it('answers 401 invalid_client to callers that are neither an API key client nor an admin, whatever the token', async () => {
+    it('answers 403 insufficient_scope to an authenticated caller whose identity lacks the introspect role, an admin included, and says nothing of the token', async () => {
+      const plainToken = String((await env.token({ grant_type: 'client_credentials', client_secret: plain.apiKey })).body.access_token);
+      const refused = {
+        error: 'insufficient_scope',
+        error_description: 'The caller is authenticated but its identity does not hold the introspect role; an admin grants it to resource servers.',
+      };
+      const callers: Record<string, string>[] = [
+        { authorization: basic(plain.credentialId, plain.apiKey) },
+        { authorization: `Bearer ${plainToken}` },
+        { authorization: `Bearer ${admin}` },
+      ];
+      // The admin's own token, a live one and garbage: one answer, so nothing is learnt of any of them.
+      for (const token of [admin, await clientToken(), 'never issued']) {
+        for (const headers of callers) {
+          const reply = await introspect({ token }, headers);
+          expect([reply.status, reply.body]).toEqual([403, refused]);
+        }
+        expect(await introspect({ token, client_secret: plain.apiKey }, {})).toMatchObject({ status: 403, body: refused });
+      }
+    });
+
+    it('answers 401 invalid_client to callers that do not authenticate, whatever the token', async () => {
       const token = await clientToken();
       const refused = { error: 'invalid_client', error_description: 'Client authentication failed.' };
       const callers: Record<string, string>[] = [
@@ -253,8 +282,6 @@ describe.each(CASES)('OAuth 2 metadata, introspection and key rotation at the ed
         { authorization: basic(user.credentialId, `${user.apiKey.slice(0, -4)}AAAA`) },
         { authorization: basic(randomUUID(), user.apiKey) },
         { authorization: 'Basic !!!' },
-        // A valid token, but not an admin's: its own holder cannot introspect either.
-        { authorization: `Bearer ${token}` },
         { authorization: `Bearer ${token.slice(0, -4)}AAAA` },
       ];
       for (const headers of callers) {

@@ -10,6 +10,7 @@ import {
   closeDependencies,
   listenApp,
   openDependencies,
+  openManagementPort,
   type App,
   type Dependencies,
   type Logger,
@@ -29,6 +30,12 @@ const BUILT_SERVICES: Partial<Record<ServiceName, Service>> = {
 export interface PlatformOptions {
   /** Port to listen on; 0 picks a free one (tests). Default: PORT, else 3000. */
   port?: number;
+  /**
+   * Port of /metrics; 0 picks a free one. Default: a free one when `port` is given (a test or
+   * an embedder choosing its ports must not contend for the fixed one), else MANAGEMENT_PORT
+   * (a free one when PORT is 0).
+   */
+  managementPort?: number;
   /** Open dependencies to use instead of opening them from the configuration. */
   dependencies?: Dependencies;
   /** Where the embedded database keeps its files (default `<DATA_DIR>/pglite`). */
@@ -40,6 +47,8 @@ export interface PlatformOptions {
 export interface Platform {
   /** The base URL it listens on. */
   url: string;
+  /** The base URL of its management port (/metrics); absent with METRICS=off. */
+  managementUrl?: string;
   app: App;
   dependencies: Dependencies;
   close(): Promise<void>;
@@ -56,7 +65,8 @@ export async function buildPlatform(config: PlatformConfig, deps: Dependencies, 
 }
 
 /**
- * The all-in-one: one process, one Fastify instance, one port. All services share one set
+ * The all-in-one: one process, one Fastify instance, one public port (and the management
+ * port of /metrics). All services share one set
  * of dependencies; one embedded database holds every schema.
  */
 export async function startPlatform(config: PlatformConfig, logger: Logger, options: PlatformOptions = {}): Promise<Platform> {
@@ -70,12 +80,17 @@ export async function startPlatform(config: PlatformConfig, logger: Logger, opti
   try {
     const app = await buildPlatform(settings, deps, options.services);
     const running = await listenApp('platform', app, { host: settings.HOST, port: options.port ?? settings.PORT ?? 3000 });
+    const management = await openManagementPort(settings, logger, options.managementPort ?? (options.port === undefined ? undefined : 0)).catch(async (error: unknown) => {
+      await running.close();
+      throw error;
+    });
     return {
       url: running.url,
+      managementUrl: management?.url,
       app,
       dependencies: deps,
       close: async () => {
-        await running.close();
+        await Promise.all([running.close(), management?.close()]);
         await release();
       },
     };

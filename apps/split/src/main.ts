@@ -45,6 +45,8 @@ const cluster = await startSplit({ replicas, port, env }).catch((error: Error) =
 process.stdout.write(
   `\nsplit mode ready: gateway on ${cluster.url} (docs at ${cluster.url}/docs), ${replicas} replica(s) per service:\n` +
     SPLIT_SERVICES.map((service) => `  ${service.padEnd(12)} ${cluster.replicas[service].join(', ')}`).join('\n') +
+    `\n  admin        ${env.BOOTSTRAP_ADMIN_EMAIL ? `${env.BOOTSTRAP_ADMIN_EMAIL} (BOOTSTRAP_ADMIN_EMAIL, BOOTSTRAP_ADMIN_PASSWORD)` : env.NODE_ENV === undefined || env.NODE_ENV === 'development' ? 'admin@localhost (on its first start sso printed its generated password above)' : 'none configured: set BOOTSTRAP_ADMIN_EMAIL and BOOTSTRAP_ADMIN_PASSWORD'}` +
+    `\n  metrics      ${cluster.processes.map((member) => `${member.name} ${member.managementUrl}/metrics`).join(', ')}` +
     `\nCtrl-C stops every process.\n\n`,
 );
 

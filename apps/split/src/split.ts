@@ -17,6 +17,12 @@ export const REQUIRED_VARIABLES = ['DATABASE_URL', 'REDIS_URL', 'NATS_URL'] as c
 /** Replica numbers go up to 9: replica r of a service listens on PORT + 100 r + its registry offset. */
 export const MAX_REPLICAS = 9;
 
+/** The gateway's management port (/metrics) when MANAGEMENT_PORT is not given; the replicas' follow from it as their ports do. */
+export const DEFAULT_MANAGEMENT_PORT = 9464;
+
+/** The platform's readiness through the gateway: every service, sso's bootstrap admin included. */
+const AGGREGATED_READINESS_PATH = '/api/v1/health/readiness';
+
 /** How long a process may take to answer its readiness probe (migrations run at start). */
 const READY_TIMEOUT_MS = 60_000;
 /** How long the processes may take to exit on SIGTERM before SIGKILL. */
@@ -36,8 +42,13 @@ export function replicaPort(port: number, service: SplitService, replica: number
 export interface SplitOptions {
   /** Replicas per service, 1 to MAX_REPLICAS. */
   replicas: number;
-  /** The gateway's port (the replicas' ports follow from it); 0 picks free ports for every process. */
+  /** The gateway's port (the replicas' ports follow from it); 0 picks free ports, management ports too, for every process. */
   port: number;
+  /**
+   * The gateway's management port (/metrics); each replica's follows from it as its public
+   * port does from `port`. Default: MANAGEMENT_PORT of `env`, else DEFAULT_MANAGEMENT_PORT.
+   */
+  managementPort?: number;
   /** The environment every process starts with: must name DATABASE_URL, REDIS_URL and NATS_URL. */
   env: Record<string, string | undefined>;
   /** Interface the processes bind (default 127.0.0.1). */
@@ -59,6 +70,8 @@ export interface SplitProcess {
   name: string;
   service: ServiceName;
   url: string;
+  /** Its management port's URL (/metrics). */
+  managementUrl: string;
   /** The running process (a new one after a restart). */
   child: ChildProcess;
   /** Resolves with its exit code or signal when the current child exits. */
@@ -111,28 +124,30 @@ const fixedPort = (port: number): ReservedPort => ({ port, release: async () => 
  * (a database too slow to answer under load, say); without restarts its exit is an error that
  * quotes its last lines.
  */
-async function waitUntilReady(process: SplitProcess & { lastLines: string[] }, restart: boolean): Promise<void> {
+async function waitUntilReady(process: SplitProcess & { lastLines: string[] }, restart: boolean, path = '/health/readiness'): Promise<void> {
   const deadline = Date.now() + READY_TIMEOUT_MS;
   for (;;) {
     const { child } = process;
     if (!restart && (child.exitCode !== null || child.signalCode !== null)) {
       throw new Error(`${process.name} exited before it was ready (exit ${child.exitCode ?? child.signalCode}); its last lines:\n${process.lastLines.join('\n')}`);
     }
-    const ready = await fetch(`${process.url}/health/readiness`, { signal: AbortSignal.timeout(2_000) }).then(
+    const ready = await fetch(`${process.url}${path}`, { signal: AbortSignal.timeout(2_000) }).then(
       (response) => response.status === 200,
       () => false,
     );
     if (ready) return;
     if (Date.now() > deadline) {
-      throw new Error(`${process.name} was not ready within ${READY_TIMEOUT_MS / 1000} s (${process.url}/health/readiness); its last lines:\n${process.lastLines.join('\n')}`);
+      throw new Error(`${process.name} was not ready within ${READY_TIMEOUT_MS / 1000} s (${process.url}${path}); its last lines:\n${process.lastLines.join('\n')}`);
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
 
 /**
- * Starts every service's replicas, waits until each is ready, then the gateway; stops what it
- * started when any of them fails to start.
+ * Starts every service's replicas, waits until each is ready, then the gateway, then the
+ * platform's aggregated readiness; stops what it started when any of them fails to start.
+ * Without BOOTSTRAP_ADMIN_* and in development (NODE_ENV unset or `development`), sso creates
+ * admin@localhost and prints its generated password once, as the all-in-one does.
  */
 export async function startSplit(options: SplitOptions): Promise<SplitCluster> {
   const missing = missingVariables(options.env);
@@ -142,11 +157,12 @@ export async function startSplit(options: SplitOptions): Promise<SplitCluster> {
   }
   const host = options.host ?? '127.0.0.1';
   const output = options.output ?? ((name, line) => process.stdout.write(`[${name}] ${line}\n`));
-  const portOf = async (service: SplitService | 'gateway', replica: number) =>
-    options.port === 0 ? reservePort() : fixedPort(service === 'gateway' ? options.port : replicaPort(options.port, service, replica));
+  const managementBase = options.managementPort ?? (options.env.MANAGEMENT_PORT ? Number(options.env.MANAGEMENT_PORT) : DEFAULT_MANAGEMENT_PORT);
+  const portOf = async (service: SplitService | 'gateway', replica: number, base: number) =>
+    options.port === 0 ? reservePort() : fixedPort(service === 'gateway' ? base : replicaPort(base, service, replica));
 
   const replicas = {} as Record<SplitService, string[]>;
-  const plan: { name: string; service: ServiceName; port: number }[] = [];
+  const plan: { name: string; service: ServiceName; port: number; managementPort: number }[] = [];
   // Held until each process is about to bind its own (released before a failed start's cleanup too).
   const reserved = new Map<number, ReservedPort>();
   const releasePort = async (port: number) => {
@@ -154,28 +170,29 @@ export async function startSplit(options: SplitOptions): Promise<SplitCluster> {
     reserved.delete(port);
   };
   const releaseAll = () => Promise.all([...reserved.keys()].map(releasePort));
-  const reserve = async (service: SplitService | 'gateway', replica: number) => {
-    const held = await portOf(service, replica);
+  const reserve = async (service: SplitService | 'gateway', replica: number, base = options.port) => {
+    const held = await portOf(service, replica, base);
     reserved.set(held.port, held);
     return held.port;
   };
+  let gatewayPort: number;
+  let gatewayManagementPort: number;
   try {
     for (const service of SPLIT_SERVICES) {
       replicas[service] = [];
       for (let replica = 1; replica <= options.replicas; replica++) {
         const port = await reserve(service, replica);
+        const managementPort = await reserve(service, replica, managementBase);
         replicas[service].push(`http://127.0.0.1:${port}`);
-        plan.push({ name: `${service}#${replica}`, service, port });
+        plan.push({ name: `${service}#${replica}`, service, port, managementPort });
       }
     }
+    gatewayPort = await reserve('gateway', 0);
+    gatewayManagementPort = await reserve('gateway', 0, managementBase);
   } catch (error) {
     await releaseAll();
     throw error;
   }
-  const gatewayPort = await reserve('gateway', 0).catch(async (error: unknown) => {
-    await releaseAll();
-    throw error;
-  });
   options.onPlanned?.(replicas);
   // Every process learns where every service's replicas are: sso calls identity and
   // credentials, verifiers fetch sso's keys, the gateway and health reach them all.
@@ -194,7 +211,7 @@ export async function startSplit(options: SplitOptions): Promise<SplitCluster> {
     if (member.lastLines.length > 20) member.lastLines.shift();
     output(member.name, line);
   };
-  const spawnChild = (member: Member, port: number) => {
+  const spawnChild = (member: Member, port: number, managementPort: number) => {
     const child = spawn(process.execPath, [entryOf(member.service)], {
       cwd: root,
       env: {
@@ -202,6 +219,7 @@ export async function startSplit(options: SplitOptions): Promise<SplitCluster> {
         ...urls,
         GATEWAY_URL: gatewayUrl,
         PORT: String(port),
+        MANAGEMENT_PORT: String(managementPort),
         HOST: host,
         // Behind the gateway a service believes the client address the gateway forwards (the
         // gateway calls it over loopback); the gateway itself keeps the TRUST_PROXY given.
@@ -231,17 +249,17 @@ export async function startSplit(options: SplitOptions): Promise<SplitCluster> {
         if (!restart) return;
         const timer = setTimeout(() => {
           timers.delete(timer);
-          if (!stopping) spawnChild(member, port);
+          if (!stopping) spawnChild(member, port, managementPort);
         }, member.backoffMs);
         timers.add(timer);
       }),
     );
   };
 
-  const launch = async (name: string, service: ServiceName, port: number): Promise<Member> => {
-    const member = { name, service, url: `http://127.0.0.1:${port}`, lastLines: [] as string[] } as Member;
-    await releasePort(port);
-    spawnChild(member, port);
+  const launch = async (name: string, service: ServiceName, port: number, managementPort: number): Promise<Member> => {
+    const member = { name, service, url: `http://127.0.0.1:${port}`, managementUrl: `http://127.0.0.1:${managementPort}`, lastLines: [] as string[] } as Member;
+    await Promise.all([releasePort(port), releasePort(managementPort)]);
+    spawnChild(member, port, managementPort);
     processes.push(member);
     return member;
   };
@@ -272,10 +290,13 @@ export async function startSplit(options: SplitOptions): Promise<SplitCluster> {
   };
 
   try {
-    const started = await Promise.all(plan.map(({ name, service, port }) => launch(name, service, port)));
+    const started = await Promise.all(plan.map(({ name, service, port, managementPort }) => launch(name, service, port, managementPort)));
     await Promise.all(started.map((member) => waitUntilReady(member, restart)));
-    const gateway = await launch('gateway', 'gateway', gatewayPort);
+    const gateway = await launch('gateway', 'gateway', gatewayPort, gatewayManagementPort);
     await waitUntilReady(gateway, restart);
+    // Ready means the platform serves every flow: the aggregated readiness, which waits for
+    // sso's signing key and bootstrap admin too (each process's own probe leaves the admin out).
+    await waitUntilReady(gateway, restart, AGGREGATED_READINESS_PATH);
   } catch (error) {
     await releaseAll();
     await stop();

@@ -38,14 +38,12 @@ export const PUBLIC_ROUTES: readonly { methods: readonly string[]; path: RegExp 
   { methods: ['GET', 'HEAD'], path: /^\/docs(\/.*)?$/ },
   // The root only redirects to the docs.
   { methods: ['GET', 'HEAD'], path: /^\/$/ },
-  // Every process's Prometheus scrape (the gateway's own in split mode; never proxied).
-  { methods: ['GET', 'HEAD'], path: /^\/metrics\/?$/ },
   // Each generic CRUD domain's ping.
   { methods: ['GET', 'HEAD'], path: /^\/api\/v1\/[a-z][a-z0-9-]*\/ping\/?$/ },
   // Creating an identity (signing up) is open; every other identity route needs a token.
   { methods: ['POST'], path: /^\/api\/v1\/identity\/?$/ },
   // Introspection authenticates its callers itself: with an API key (HTTP Basic or client_secret,
-  // no bearer token to show the edge) or with an admin's bearer token.
+  // no bearer token to show the edge) or a bearer token, of an identity holding `introspect`.
   { methods: ['POST'], path: /^\/api\/v1\/sso\/(token|revoke|introspect)\/?$/ },
   { methods: ['GET', 'HEAD'], path: /^\/api\/v1\/sso\/jwks\/?$/ },
   // Sign-in through Google or GitHub: a browser with no token yet goes there and comes back.

@@ -284,6 +284,12 @@ const configShape = z.object({
   /** `off` serves no /metrics and records no request histogram (Prometheus exposition, on by default). */
   METRICS: z.enum(['on', 'off']).default('on'),
   /**
+   * The management port: /metrics, apart from the public PORT so no gateway route or Ingress
+   * reaches it (9464, the Prometheus exporter port OpenTelemetry's SDKs use). 0 picks a free
+   * one, as PORT=0 does (runtime.ts).
+   */
+  MANAGEMENT_PORT: port.default(9464),
+  /**
    * Origins browsers may call the API from, comma-separated, each exactly `scheme://host[:port]`
    * (what a browser sends in `Origin`). Unset: no CORS headers at all, so no page on another
    * origin can read an answer. Answered at the edge only (the gateway, or the all-in-one).
@@ -402,8 +408,26 @@ export const SHARED_CONFIG: readonly ConfigKey[] = [
   'SHUTDOWN_TIMEOUT_MS',
   'ALL_IN_ONE',
   'METRICS',
+  'MANAGEMENT_PORT',
   'CORS_ORIGINS',
 ];
+
+/** Every configuration variable, in the schema's order. */
+export const CONFIG_KEYS = Object.keys(configShape.shape) as ConfigKey[];
+
+/**
+ * Each variable's default as the schema declares it, before any transform (`100/600`, not
+ * what it parses to); undefined for a variable without one. What the README's table documents.
+ */
+export function declaredDefaults(): Record<ConfigKey, unknown> {
+  const defaultOf = (schema: z.core.$ZodType): unknown => {
+    const def = schema._zod.def as { type: string; defaultValue?: unknown; innerType?: z.core.$ZodType; in?: z.core.$ZodType };
+    if (def.type === 'default') return def.defaultValue;
+    const inner = def.innerType ?? def.in;
+    return def.type === 'optional' || !inner ? undefined : defaultOf(inner);
+  };
+  return Object.fromEntries(CONFIG_KEYS.map((key) => [key, defaultOf(configShape.shape[key])])) as Record<ConfigKey, unknown>;
+}
 
 /** The variable that tells where a service is in split mode (IDENTITY_URL, ...). */
 export const urlVariableOf = (name: ServiceName): ConfigKey => SERVICES[name].urlVariable;
@@ -419,8 +443,11 @@ export function jwksUrlOf(config: Pick<PlatformConfig, 'JWKS_URL' | 'SSO_URL'>):
 }
 export type Env = Record<string, string | undefined>;
 
-/** Variables whose values are secrets: a complaint about one names it, never echoes it. */
-const SECRET_VARIABLES: ReadonlySet<string> = new Set(['API_KEY_HASH_KEY', 'SSO_KEY_ENCRYPTION_SECRET', 'BOOTSTRAP_ADMIN_PASSWORD', 'GOOGLE_CLIENT_SECRET', 'GITHUB_CLIENT_SECRET']);
+/**
+ * Variables whose values are secrets: a complaint about one names it, never echoes it; the
+ * deployments (deploy/, docker-compose.yml) give them from a Secret or the environment.
+ */
+export const SECRET_VARIABLES: ReadonlySet<ConfigKey> = new Set<ConfigKey>(['API_KEY_HASH_KEY', 'SSO_KEY_ENCRYPTION_SECRET', 'BOOTSTRAP_ADMIN_PASSWORD', 'GOOGLE_CLIENT_SECRET', 'GITHUB_CLIENT_SECRET']);
 
 /** Thrown when the environment does not describe a runnable configuration. */
 export class ConfigError extends Error {
@@ -457,7 +484,7 @@ export function loadConfig(env: Env = process.env, only?: readonly ConfigKey[]):
         issue.code === 'invalid_value'
           ? `expected one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`
           : issue.message;
-      const echoed = received === undefined || SECRET_VARIABLES.has(variable) ? expected : `${expected}, got ${JSON.stringify(received)}`;
+      const echoed = received === undefined || SECRET_VARIABLES.has(variable as ConfigKey) ? expected : `${expected}, got ${JSON.stringify(received)}`;
       return { variable, expected: echoed };
     }),
   );

@@ -7,6 +7,7 @@ export { answeredByService, recordFailure, urlPath } from './http/request-log.js
 export * from './http/openapi.js';
 export * from './http/cors.js';
 export * from './metrics/metrics.js';
+export * from './metrics/management.js';
 export * from './http/errors.js';
 export * from './http/conditional.js';
 export * from './http/idempotency.js';

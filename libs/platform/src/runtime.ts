@@ -14,6 +14,7 @@ import { openPGlite } from './db/pglite.js';
 import { openPostgres } from './db/postgres.js';
 import type { App } from './http/app.js';
 import { createLogger, type Logger } from './logger.js';
+import { startManagementServer, type ManagementServer } from './metrics/management.js';
 import { buildServiceApp } from './service/compose.js';
 import type { Service } from './service/define-service.js';
 
@@ -76,6 +77,19 @@ export async function listenApp(name: string, app: App, listen: { host: string; 
   const port = typeof address === 'object' && address ? address.port : listen.port;
   const host = listen.host === '0.0.0.0' || listen.host === '::' ? '127.0.0.1' : listen.host;
   return { app, url: `http://${host}:${port}`, close: () => app.close() };
+}
+
+/**
+ * Opens the process's management port for /metrics: `port` when given, else MANAGEMENT_PORT,
+ * or a free one when PORT is 0 (a process asked for any public port, as tests do, must not
+ * contend for the fixed management one); nothing with METRICS=off.
+ */
+export async function openManagementPort(
+  config: PlatformConfig,
+  logger: Logger,
+  port = config.PORT === 0 ? 0 : config.MANAGEMENT_PORT,
+): Promise<ManagementServer | undefined> {
+  return config.METRICS === 'on' ? startManagementServer({ host: config.HOST, port, logger }) : undefined;
 }
 
 /**
@@ -168,8 +182,8 @@ export async function prioritizeEventLoop(config: PlatformConfig, logger: Logger
 }
 
 /**
- * Runs one built app as a process: listens on PORT (or its registry port), and on SIGTERM or
- * SIGINT drains and closes it, then whatever `onClosed` releases.
+ * Runs one built app as a process: listens on PORT (or its registry port) and on its
+ * management port, and on SIGTERM or SIGINT drains and closes it, then whatever `onClosed` releases.
  */
 export async function serve(
   name: string,
@@ -179,9 +193,11 @@ export async function serve(
   options: { defaultPort: number; onClosed?: () => Promise<void> },
 ): Promise<RunningApp> {
   let running: RunningApp;
+  let management: ManagementServer | undefined;
   await prioritizeEventLoop(config, logger);
   try {
     running = await listenApp(name, await build(), { host: config.HOST, port: config.PORT ?? options.defaultPort });
+    management = await openManagementPort(config, logger);
   } catch (error) {
     logger.fatal({ err: error }, `${name} failed to start`);
     await options.onClosed?.().catch(() => undefined);
@@ -189,7 +205,7 @@ export async function serve(
   }
   closeOnSignals(
     async () => {
-      await running.close();
+      await Promise.all([running.close(), management?.close()]);
       await options.onClosed?.();
     },
     logger,

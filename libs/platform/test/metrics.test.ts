@@ -1,11 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { createApp, createLogger, declareAuth, loadConfig, type App } from '@app/platform';
+import { createApp, createLogger, declareAuth, loadConfig, openManagementPort, startManagementServer, type App, type ManagementServer } from '@app/platform';
+
+const logger = createLogger({ LOG_LEVEL: 'silent' });
 
 async function metricsApp(metrics: boolean): Promise<App> {
   const app = await createApp({
     name: 'shop',
     version: '1.0.0',
-    logger: createLogger({ LOG_LEVEL: 'silent' }),
+    logger,
     bodyLimit: 4096,
     auth: { verifier: { verify: () => Promise.reject(new Error('no tokens here')) }, edge: true },
     metrics,
@@ -26,13 +28,23 @@ function sample(text: string, series: string): number | undefined {
 
 describe('/metrics with METRICS=on', () => {
   let app: App;
+  let management: ManagementServer;
+  /** A scrape of the management port, as Prometheus makes it: `inject`'s shape, so the checks below read the same. */
+  const scrape = async () => {
+    const response = await fetch(`${management.url}/metrics`);
+    return { statusCode: response.status, headers: Object.fromEntries(response.headers), body: await response.text() };
+  };
   beforeAll(async () => {
     app = await metricsApp(true);
+    management = await startManagementServer({ host: '127.0.0.1', port: 0, logger });
   });
-  afterAll(() => app.close());
+  afterAll(async () => {
+    await app.close();
+    await management.close();
+  });
 
-  it('is served without a token, even at the edge, in the Prometheus text format', async () => {
-    const response = await app.inject({ method: 'GET', url: '/metrics' });
+  it('is served on the management port without a token, in the Prometheus text format', async () => {
+    const response = await scrape();
     expect(response.statusCode).toBe(200);
     expect(response.headers['content-type']).toBe('text/plain; version=0.0.4; charset=utf-8');
     expect(response.body).toContain('# TYPE http_request_duration_seconds histogram');
@@ -40,18 +52,32 @@ describe('/metrics with METRICS=on', () => {
     expect(response.body).toContain('# TYPE nodejs_eventloop_lag_seconds gauge');
   });
 
+  it('is not a route of the public app: at the edge it wants a token like any path off the allowlist', async () => {
+    const response = await app.inject({ method: 'GET', url: '/metrics' });
+    expect(response.statusCode).toBe(401);
+    expect(response.body).not.toContain('# TYPE');
+    expect(app.hasRoute({ method: 'GET', url: '/metrics' })).toBe(false);
+  });
+
+  it('answers nothing else on the management port', async () => {
+    for (const [method, path] of [['GET', '/'], ['GET', '/health/readiness'], ['POST', '/metrics'], ['GET', '/metrics/x']]) {
+      const response = await fetch(`${management.url}${path}`, { method });
+      expect([method, path, response.status]).toEqual([method, path, 404]);
+    }
+  });
+
   it('times each request under its route template, never its raw path', async () => {
-    const before = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+    const before = (await scrape()).body;
     const series = 'http_request_duration_seconds_count{method="GET",route="/api/v1/:domain/ping",status_code="200"}';
     for (const domain of ['apples', 'pears', 'plums']) expect((await app.inject({ method: 'GET', url: `/api/v1/${domain}/ping` })).statusCode).toBe(200);
-    const after = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+    const after = (await scrape()).body;
     expect(sample(after, series)! - (sample(before, series) ?? 0)).toBe(3);
     expect(after).not.toMatch(/apples|pears|plums/);
   });
 
   it('gives each series cumulative buckets up to +Inf, which equals its count, and its sum', async () => {
     for (let i = 0; i < 4; i++) await app.inject({ method: 'GET', url: '/api/v1/figs/ping' });
-    const text = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+    const text = (await scrape()).body;
     const labels = 'method="GET",route="/api/v1/:domain/ping",status_code="200"';
     const bounds = ['0.005', '0.01', '0.025', '0.05', '0.1', '0.25', '0.5', '1', '2.5', '5', '10', '+Inf'];
     const buckets = bounds.map((le) => sample(text, `http_request_duration_seconds_bucket{le="${le}",${labels}}`));
@@ -65,9 +91,9 @@ describe('/metrics with METRICS=on', () => {
 
   it('puts every request that matched no route under one label, whatever its path', async () => {
     const series = 'http_request_duration_seconds_count{method="GET",route="unmatched",status_code="401"}';
-    const before = sample((await app.inject({ method: 'GET', url: '/metrics' })).body, series) ?? 0;
+    const before = sample((await scrape()).body, series) ?? 0;
     for (const path of ['/nope', '/wp-admin.php', `/x/${'y'.repeat(50)}`]) expect((await app.inject({ method: 'GET', url: path })).statusCode).toBe(401);
-    const after = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+    const after = (await scrape()).body;
     expect(sample(after, series)! - before).toBe(3);
     expect(after).not.toContain('wp-admin');
   });
@@ -80,9 +106,8 @@ describe('/metrics with METRICS=off', () => {
   });
   afterAll(() => app.close());
 
-  it('is not a route: a 404 like any unknown path of the public allowlist', async () => {
-    const response = await app.inject({ method: 'GET', url: '/metrics' });
-    expect(response.statusCode).toBe(404);
+  it('opens no management port', async () => {
+    expect(await openManagementPort(loadConfig({ METRICS: 'off', HOST: '127.0.0.1', MANAGEMENT_PORT: '0' }), logger)).toBeUndefined();
     expect(app.hasRoute({ method: 'GET', url: '/metrics' })).toBe(false);
   });
 

@@ -9,7 +9,7 @@ const PASSWORD = 'pa55word-Hx7Rt3Kb9';
 const SECRET = 'secr3t-Ny4Wd1Fg6';
 const NEVER_LOGGED = [TOKEN, COOKIE_VALUE, PASSWORD, SECRET];
 
-const PROBES = ['/health/liveness', '/health/readiness', '/api/v1/health/liveness', '/api/v1/health/readiness', '/metrics'];
+const PROBES = ['/health/liveness', '/health/readiness', '/api/v1/health/liveness', '/api/v1/health/readiness'];
 
 /** Headers a real client sends with every request: a bearer token and a session cookie. */
 const credentials = { authorization: `Bearer ${TOKEN}`, cookie: `sid=${COOKIE_VALUE}; theme=dark` };
@@ -98,7 +98,7 @@ describe('the request log', () => {
     expect(lines()).toEqual([expect.objectContaining({ reqId: 'trace-7', status: 200 })]);
   });
 
-  it('writes nothing for probes and metrics scrapes, with or without a query or trailing slash', async () => {
+  it('writes nothing for probes, with or without a query or trailing slash', async () => {
     for (const probe of PROBES) {
       for (const url of [probe, `${probe}?verbose=1`, `${probe}/`]) {
         expect((await app.inject({ method: 'GET', url })).statusCode).toBe(200);

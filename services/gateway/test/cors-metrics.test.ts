@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { buildGateway } from '@app/gateway';
-import type { App } from '@app/platform';
+import { startManagementServer, type App } from '@app/platform';
 import { CORS_EXPOSED, corsHeadersOf, corsPreflightAllowance, silentLogger, startTokenIssuer, testConfig, type TokenIssuer } from '@app/testing';
 
 const ALLOWED = 'https://app.example.com';
@@ -101,13 +101,25 @@ describe.each([
     });
   }
 
-  it('serves its own /metrics without a token, never the upstream\'s, with proxied requests under their route template', async () => {
+  it('serves no /metrics on its public port, not even the upstream\'s: a token is asked for and nothing is proxied', async () => {
+    const before = upstream.seen.length;
+    for (const headers of [{}, auth]) {
+      const response = await fetch(`${url}/metrics`, { headers });
+      expect(response.status).toBe(Object.keys(headers).length === 0 ? 401 : 404);
+      expect(await response.text()).not.toContain('# TYPE');
+    }
+    expect(upstream.seen.length).toBe(before);
+  });
+
+  it('counts proxied requests under their route template in the metrics of its management port', async () => {
     const before = upstream.seen.length;
     await fetch(`${url}/api/v1/identity/abc?x=1`, { headers: auth });
-    const response = await fetch(`${url}/metrics`);
-    expect(response.status).toBe(200);
+    const management = await startManagementServer({ host: '127.0.0.1', port: 0, logger: silentLogger() });
+    const [status, text] = await fetch(`${management.url}/metrics`)
+      .then(async (response) => [response.status, await response.text()] as const)
+      .finally(() => management.close());
+    expect(status).toBe(200);
     expect(upstream.seen.length).toBe(before + 1);
-    const text = await response.text();
     expect(text).toMatch(/^http_request_duration_seconds_count\{method="GET",route="\/api\/v1\/identity\/\*",status_code="200"\} \d+$/m);
     expect(text).not.toContain('/api/v1/identity/abc');
   });

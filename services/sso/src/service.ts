@@ -40,6 +40,13 @@ export interface SsoOptions {
   announce?: (message: string) => void;
 }
 
+/**
+ * Whether sso makes the development admin (admin@localhost, its generated password printed
+ * once) when no BOOTSTRAP_ADMIN_* is set: in the all-in-one, and in development (split mode
+ * on one machine, compose), never with NODE_ENV=production or test.
+ */
+const generatesDevAdmin = (config: { ALL_IN_ONE: boolean; NODE_ENV: string }) => config.ALL_IN_ONE || config.NODE_ENV === 'development';
+
 /** sso: signing keys, JWKS, the OAuth 2 token endpoint and the first administrator. */
 export function createSsoService(options: SsoOptions = {}): Service {
   return defineService({
@@ -74,11 +81,19 @@ export function createSsoService(options: SsoOptions = {}): Service {
     // Revocation events go out through the outbox: none is lost once its revocation committed.
     outbox: true,
     checks: ['database'],
-    routes: async (app, { config, logger, database, cache, bus, clients, provide, verifier, eventsCommitted }) => {
+    routes: async (app, { mode, config, logger, database, cache, bus, clients, provide, verifier, eventsCommitted, addReadinessCheck }) => {
       const prisma = createPrismaClient(PrismaClient, database);
       app.addHook('onClose', () => prisma.$disconnect());
       const keys = configuredKeyService(config, database, logger, prisma);
       await keys.ensureKey();
+      // No token can be issued without a key that signs now (one that decrypts, too).
+      addReadinessCheck('signingKey', {
+        required: true,
+        probe: async () => {
+          await keys.signingKey();
+          return {};
+        },
+      });
       const signer = createTokenSigner({
         keys,
         issuer: config.JWT_ISSUER,
@@ -165,9 +180,21 @@ export function createSsoService(options: SsoOptions = {}): Service {
       }, PURGE_INTERVAL_MS);
       purge.unref();
 
-      const adminEmail = config.BOOTSTRAP_ADMIN_EMAIL ?? (config.ALL_IN_ONE ? DEV_ADMIN_EMAIL : undefined);
+      const adminEmail = config.BOOTSTRAP_ADMIN_EMAIL ?? (generatesDevAdmin(config) ? DEV_ADMIN_EMAIL : undefined);
       let bootstrap: ReturnType<typeof startAdminBootstrap> | undefined;
       if (adminEmail) {
+        let adminPresent = false;
+        // Ready once the first admin can sign in. Required in the all-in-one, whose one probe
+        // says the platform serves every flow; in split mode sso's own probe leaves it out (the
+        // bootstrap needs identity and credentials, which need sso's JWKS, served once ready)
+        // and only reports it, so the platform's aggregated readiness waits for it.
+        addReadinessCheck('bootstrapAdmin', {
+          required: mode === 'all-in-one',
+          probe: async () => {
+            if (!adminPresent) throw new Error('the bootstrap admin does not exist yet');
+            return {};
+          },
+        });
         // Once listening: in split mode identity and credentials verify sso's system token
         // against sso's JWKS, which it serves only then. The bootstrap retries until they answer.
         app.addHook('onListen', async () => {
@@ -179,7 +206,12 @@ export function createSsoService(options: SsoOptions = {}): Service {
             password: config.BOOTSTRAP_ADMIN_PASSWORD,
             announce: options.announce ?? ((message) => console.log(message)),
           });
+          void bootstrap.done.then((outcome) => {
+            adminPresent = outcome === 'created' || outcome === 'exists';
+          });
         });
+      } else {
+        logger.info('no bootstrap admin: set BOOTSTRAP_ADMIN_EMAIL and BOOTSTRAP_ADMIN_PASSWORD to have sso create the first admin');
       }
       app.addHook('onClose', async () => {
         clearInterval(rotation);

@@ -10,7 +10,7 @@ import { documentRoute, finishDocument } from './openapi.js';
 import { clientErrorResponder, DEFAULT_HTTP_LIMITS, registerInputGuards, type HttpLimits } from './input-guards.js';
 import { registerCors } from './cors.js';
 import { registerRequestLog, requestLogController } from './request-log.js';
-import { registerMetrics } from '../metrics/metrics.js';
+import { recordRequestDurations } from '../metrics/metrics.js';
 import { validatorCompiler } from './validation.js';
 import { invalidToken } from '../auth/auth.js';
 import { registerRouteAuth, type RouteAuthOptions } from '../auth/route-auth.js';
@@ -39,7 +39,7 @@ export interface AppOptions {
   auth?: RouteAuthOptions;
   /** Origins allowed to call it from a browser (CORS_ORIGINS); the edge only. None: no CORS headers. */
   corsOrigins?: readonly string[];
-  /** Serve /metrics and time every request (METRICS=on); off when absent. */
+  /** Time every request into the process's metrics (METRICS=on, served on MANAGEMENT_PORT); off when absent. */
   metrics?: boolean;
 }
 
@@ -139,7 +139,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   });
   registerRequestLog(app);
   const typed = app as unknown as App;
-  if (options.metrics) registerMetrics(typed);
+  if (options.metrics) recordRequestDurations(typed);
   registerInputGuards(typed, limits);
   // Before auth: a preflight carries no token and is answered in its onRequest hook.
   if (options.corsOrigins) await registerCors(typed, options.corsOrigins);

@@ -2,8 +2,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyTypeProvider } from 'fastify';
 
 /**
- * Paths nobody reads a line for: Kubernetes probes every few seconds per pod, and Prometheus
- * scrapes. Matched on the path (not the route template) so the gateway, whose proxied
+ * Paths nobody reads a line for: Kubernetes probes every few seconds per pod. Matched on the path (not the route template) so the gateway, whose proxied
  * routes are wildcards, skips the public probes too.
  */
 const QUIET_PATHS = new Set([
@@ -11,7 +10,6 @@ const QUIET_PATHS = new Set([
   '/health/readiness',
   '/api/v1/health/liveness',
   '/api/v1/health/readiness',
-  '/metrics',
 ]);
 
 /** Longest path a line keeps for a request that matched no route: anyone can send any URL. */

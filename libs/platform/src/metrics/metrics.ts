@@ -8,7 +8,7 @@ import type { App } from '../http/app.js';
  */
 export const metricsRegistry = new Registry();
 
-/** Where every process serves its metrics; never routed to a service by the gateway. */
+/** Where every process serves its metrics, on its management port (management.ts), never its public one. */
 export const METRICS_PATH = '/metrics';
 
 /** The route label of a request that matched no route: one value, so no client can mint series. */
@@ -134,11 +134,12 @@ export function trackOutboxBacklog(service: string, count: () => Promise<number>
 let defaultMetricsStarted = false;
 
 /**
- * Serves GET /metrics (public, undocumented) and times every request of `app` into
- * `http_request_duration_seconds`, in one onResponse hook. Call it on the root app, once per
- * process's app; the default process metrics (CPU, memory, event loop, GC) start with the first.
+ * Times every request of `app` into `http_request_duration_seconds`, in one onResponse hook.
+ * Call it on the root app, once per process's app; the default process metrics (CPU, memory,
+ * event loop, GC) start with the first. The metrics are served on the management port
+ * (`startManagementServer`), never on the app's public one.
  */
-export function registerMetrics(app: App): void {
+export function recordRequestDurations(app: App): void {
   if (!defaultMetricsStarted) {
     defaultMetricsStarted = true;
     collectDefaultMetrics({ register: metricsRegistry });
@@ -147,9 +148,5 @@ export function registerMetrics(app: App): void {
   app.addHook('onResponse', (request, reply, done) => {
     requestDurations.of(request.routeOptions.url ?? UNMATCHED_ROUTE, request.method, reply.statusCode).observe(reply.elapsedTime / 1000);
     done();
-  });
-  app.get(METRICS_PATH, { config: { auth: 'public' }, schema: { hide: true } }, async (_request, reply) => {
-    reply.type(metricsRegistry.contentType);
-    return metricsRegistry.metrics();
   });
 }

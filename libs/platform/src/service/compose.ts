@@ -91,7 +91,9 @@ function checksOf(service: Service, deps: Dependencies): Record<string, Dependen
 
 /**
  * Mounts one service on `app`: applies its migrations, starts its outbox relay, and registers
- * its routes in their own encapsulated context. The relay stops when the app closes.
+ * its routes in their own encapsulated context. The relay stops when the app closes. The checks
+ * its routes add join its readiness report, `checks` (its own by default), and `processChecks`,
+ * the probe of a process that runs it beside others.
  */
 export async function mountService(
   app: App,
@@ -99,6 +101,7 @@ export async function mountService(
   deps: Dependencies,
   hub: ServiceHub,
   mode: ServiceContext['mode'],
+  readiness: { checks?: Record<string, DependencyCheck>; processChecks?: Record<string, DependencyCheck> } = {},
 ): Promise<void> {
   if (service.migrations) {
     await migrate(deps.database, { schema: service.name, directory: service.migrations, logger: deps.logger });
@@ -112,8 +115,12 @@ export async function mountService(
       await relay.stop();
     });
   }
-  const checks = checksOf(service, deps);
+  const checks = readiness.checks ?? checksOf(service, deps);
   hub.addLocal(service.name, () => readinessOf(service.name, checks));
+  const addReadinessCheck = (name: string, check: DependencyCheck) => {
+    checks[name] = check;
+    if (readiness.processChecks) readiness.processChecks[name] = check;
+  };
   const context: ServiceContext = {
     name: service.name,
     mode,
@@ -126,6 +133,7 @@ export async function mountService(
     clients: hub.clients,
     eventsCommitted: relay ? relay.wake : () => undefined,
     provide: hub.provide,
+    addReadinessCheck,
   };
   await app.register(async (scope) => service.routes(scope as App, context));
 }
@@ -148,8 +156,9 @@ export async function buildServiceApp(service: Service, deps: Dependencies, opti
     metrics: deps.config.METRICS === 'on',
   });
   if (!options.hub) app.addHook('onClose', () => hub.close());
-  await healthRoutes(app, { service: service.name, version: RELEASE_VERSION, checks: checksOf(service, deps) });
-  await mountService(app, service, deps, hub, 'standalone');
+  const checks = checksOf(service, deps);
+  await healthRoutes(app, { service: service.name, version: RELEASE_VERSION, checks });
+  await mountService(app, service, deps, hub, 'standalone', { checks });
   return app;
 }
 
@@ -180,12 +189,11 @@ export async function buildPlatformApp(services: readonly Service[], deps: Depen
     corsOrigins: deps.config.CORS_ORIGINS,
   });
   app.addHook('onClose', () => hub.close());
-  await healthRoutes(app, {
-    service: 'platform',
-    version: RELEASE_VERSION,
-    checks: { database: databaseCheck(deps.database), cache: cacheCheck(deps.cache) },
-  });
-  for (const service of services) await mountService(app, service, deps, hub, 'all-in-one');
+  // The process's probe: its database and cache, and what each service adds (sso's signing
+  // key and bootstrap admin), so it is ready only once every documented flow can be served.
+  const processChecks: Record<string, DependencyCheck> = { database: databaseCheck(deps.database), cache: cacheCheck(deps.cache) };
+  await healthRoutes(app, { service: 'platform', version: RELEASE_VERSION, checks: processChecks });
+  for (const service of services) await mountService(app, service, deps, hub, 'all-in-one', { processChecks });
   if (options.edge) await options.edge(app);
   return app;
 }

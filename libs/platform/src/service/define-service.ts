@@ -5,6 +5,7 @@ import type { Bus } from '../bus/bus.js';
 import type { Cache } from '../cache/cache.js';
 import type { ConfigKey, PlatformConfig } from '../config.js';
 import type { Database } from '../db/database.js';
+import type { DependencyCheck } from '../health/checks.js';
 import type { ApiTag, App } from '../http/app.js';
 import type { Logger } from '../logger.js';
 
@@ -30,6 +31,11 @@ export interface ServiceContext {
   eventsCommitted(): void;
   /** Offers other services of this process what this one provides (see `Provided`). */
   provide(provided: Provided): void;
+  /**
+   * Adds a check to its readiness report (and, in the all-in-one, to the process's probe):
+   * what it needs besides its database before it can serve its documented flows.
+   */
+  addReadinessCheck(name: string, check: DependencyCheck): void;
 }
 
 /** What a service offers the others of its process, instead of them calling it over HTTP. */

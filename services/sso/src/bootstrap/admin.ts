@@ -69,6 +69,14 @@ export function adminAnnouncement(email: string, password: string, identityId: s
 }
 
 /**
+ * Longest pause between two attempts. Short: readiness waits for the admin, and identity and
+ * credentials usually answer a few seconds after sso at a start; an attempt is one look-up.
+ */
+const RETRY_MAX_MS = 2_000;
+/** While it keeps failing, one warning per this many attempts (about a minute apart at the longest pause). */
+const RETRIES_PER_WARNING = 30;
+
+/**
  * Runs the bootstrap until it succeeds: identity and credentials may start after sso, and
  * they verify sso's system token against its JWKS, which sso serves only once it listens.
  */
@@ -83,8 +91,8 @@ export function startAdminBootstrap(options: BootstrapAdminOptions): { stop(): v
       } catch (error) {
         // Stopped meanwhile: the failure is the shutdown closing the database under it.
         if (stopped) break;
-        const delayMs = Math.min(250 * 2 ** (attempt - 1), 30_000);
-        if (attempt === 1 || delayMs === 30_000) options.logger.warn({ err: error, retryInMs: delayMs }, 'bootstrap admin: not yet possible; retrying');
+        const delayMs = Math.min(250 * 2 ** (attempt - 1), RETRY_MAX_MS);
+        if (attempt === 1 || attempt % RETRIES_PER_WARNING === 0) options.logger.warn({ err: error, retryInMs: delayMs, attempt }, 'bootstrap admin: not yet possible; retrying');
         await new Promise<void>((resolve) => {
           wake = resolve;
           timer = setTimeout(resolve, delayMs);

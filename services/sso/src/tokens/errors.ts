@@ -11,7 +11,8 @@ export type OAuthErrorCode =
   | 'invalid_scope'
   | 'unsupported_token_type'
   | 'slow_down'
-  | 'temporarily_unavailable';
+  | 'temporarily_unavailable'
+  | 'insufficient_scope';
 
 export class OAuthError extends Error {
   constructor(
@@ -39,6 +40,13 @@ export const invalidClient = (description = 'Client authentication failed.') =>
   new OAuthError('invalid_client', description, 401, { 'www-authenticate': 'Basic realm="api-platform", charset="UTF-8"' });
 
 export const invalidRequest = (description: string) => new OAuthError('invalid_request', description);
+
+/**
+ * An authenticated caller that may not do this (RFC 7662 §2.3 points at RFC 6750 §3.1:
+ * 403 `insufficient_scope`); `role` is what an admin must give its identity.
+ */
+export const insufficientRole = (role: string) =>
+  new OAuthError('insufficient_scope', `The caller is authenticated but its identity does not hold the ${role} role; an admin grants it to resource servers.`, 403);
 
 /** Failed attempts crossed a throttle; `retryAfter` in seconds. */
 export const tooManyAttempts = (retryAfter: number) =>

@@ -3,14 +3,21 @@ import type { App } from '@app/platform';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { BlockList } from 'node:net';
 import { z } from 'zod';
-import { bearerToken, clientAddress, isAdmin, type TokenVerifier } from '@app/platform';
-import { invalidClient, invalidRequest, OAuthError } from './errors.js';
+import { bearerToken, clientAddress, type TokenVerifier } from '@app/platform';
+import { insufficientRole, invalidClient, invalidRequest, OAuthError } from './errors.js';
 import { introspectionRequestSchema, introspectionResponseSchema, oauthErrorSchema, revokeRequestSchema, tokenRequestSchema, tokenResponseSchema } from './schemas.js';
 import type { GrantContext, TokenService } from './service.js';
 
 export const TOKEN_PATH = '/api/v1/sso/token';
 export const REVOKE_PATH = '/api/v1/sso/revoke';
 export const INTROSPECT_PATH = '/api/v1/sso/introspect';
+
+/**
+ * The role of a resource server (RFC 7662 §4): only callers whose identity holds it may
+ * introspect. An admin gives it (PUT /api/v1/identity/{id}) to the identity whose API key or
+ * token the resource server calls with; no other role, `admin` included, implies it.
+ */
+export const INTROSPECT_ROLE = 'introspect';
 
 const FORM = 'application/x-www-form-urlencoded';
 
@@ -86,27 +93,32 @@ export async function tokenRoutes(app: App, options: TokenRoutesOptions): Promis
   };
 
   /**
-   * Who may introspect (RFC 7662 §2.1): a client with an API key (as the token endpoint accepts
-   * it), or an admin's bearer token. Anyone else, a valid non-admin token included, gets the
-   * same 401 invalid_client, so the answer says nothing about the token it was shown.
+   * Who may introspect (RFC 7662 §2.1 and §4): a caller that authenticates, with an API key (as
+   * the token endpoint accepts it) or a bearer token, and whose identity holds INTROSPECT_ROLE.
+   * No caller or a bad one gets 401 invalid_client; an authenticated one without the role 403.
+   * Either way before the token is looked at, so the answer says nothing about it.
    */
   const authorizeIntrospection = async (request: FastifyRequest, body: Record<string, unknown>) => {
     const bearer = bearerToken(request);
+    let roles: readonly string[];
     if (bearer) {
       const principal = await options.verifier.verify(bearer).catch(() => undefined);
-      if (!principal || !isAdmin(principal)) throw invalidClient();
-      return;
+      if (!principal) throw invalidClient();
+      roles = principal.roles;
+    } else {
+      const { client_id, client_secret } = body;
+      if ((client_id !== undefined && typeof client_id !== 'string') || (client_secret !== undefined && typeof client_secret !== 'string')) {
+        throw invalidRequest('Missing or invalid parameter: client_id, client_secret.');
+      }
+      roles = (await options.tokens.authenticateClient({ client_id, client_secret }, grantContext(request))).roles;
     }
-    const { client_id, client_secret } = body;
-    if ((client_id !== undefined && typeof client_id !== 'string') || (client_secret !== undefined && typeof client_secret !== 'string')) {
-      throw invalidRequest('Missing or invalid parameter: client_id, client_secret.');
-    }
-    await options.tokens.authenticateClient({ client_id, client_secret }, grantContext(request));
+    if (!roles.includes(INTROSPECT_ROLE)) throw insufficientRole(INTROSPECT_ROLE);
   };
 
   const consumes = [FORM, 'application/json'];
   // 413 and 500 come from oauthErrorHandler: a body over the limit, a fault of ours; both RFC 6749-shaped.
   const errors = { 400: oauthErrorSchema, 401: oauthErrorSchema, 413: oauthErrorSchema, 429: oauthErrorSchema, 500: oauthErrorSchema, 503: oauthErrorSchema };
+  const introspectionErrors = { ...errors, 403: oauthErrorSchema };
   // The throttle's 429 and an unavailable dependency's 503 say when to come back (errors.ts).
   const responseHeaders = { 429: ['Retry-After'], 503: ['Retry-After'] } as const;
 
@@ -178,12 +190,14 @@ export async function tokenRoutes(app: App, options: TokenRoutesOptions): Promis
         operationId: 'introspectToken',
         summary: 'Introspect a token (RFC 7662)',
         description:
-          'Says whether an access or refresh token is usable now, and what it carries. The caller ' +
-          'authenticates with an API key (HTTP Basic or client_secret, as at the token endpoint) or an ' +
-          "admin's bearer token. Revoked, expired, used and unknown tokens are `{ \"active\": false }` and nothing more.",
+          'Says whether an access or refresh token is usable now, and what it carries. Resource servers ' +
+          'only (RFC 7662 §4): the caller authenticates with an API key (HTTP Basic or client_secret, as at ' +
+          'the token endpoint) or a bearer token, and its identity must hold the `introspect` role, which ' +
+          'an admin grants; 401 `invalid_client` without a valid caller, 403 `insufficient_scope` without ' +
+          'the role. Revoked, expired, used and unknown tokens are `{ "active": false }` and nothing more.',
         consumes,
         body: introspectionRequestSchema,
-        response: { 200: introspectionResponseSchema, ...errors },
+        response: { 200: introspectionResponseSchema, ...introspectionErrors },
         responseHeaders,
       },
     },
