@@ -1,6 +1,13 @@
 import { SERVICE_NAMES, SERVICES, UpstreamError, type ServiceClients, type ServiceName, type ServiceReadiness } from '@app/contracts';
 import { accessTokenVerifier, type TokenVerifier } from '../auth/auth.js';
-import { createRevocationSet, startRevocationFeed, type RevocationFeed, type RevocationSet } from '../auth/revocations.js';
+import {
+  busRevocationSource,
+  createRevocationSet,
+  revocationsCheck,
+  startRevocationFeed,
+  type RevocationFeed,
+  type RevocationSet,
+} from '../auth/revocations.js';
 import { outboxBacklog, startOutboxRelay } from '../bus/outbox.js';
 import { trackOutboxBacklog } from '../metrics/metrics.js';
 import type { PlatformConfig } from '../config.js';
@@ -23,10 +30,14 @@ export interface ServiceHub {
   /** The revocations the verifier refuses, one set per process. */
   revocations: RevocationSet;
   /**
-   * Keeps `revocations` current from `deps`' cache and bus (seeded before it resolves); the
-   * first call starts it, later calls reuse it, `close` stops it.
+   * Keeps `revocations` current: seeded from sso (in process where sso provided its record,
+   * over `deps`' bus otherwise), then fed by the bus; resolves once the first seed was tried.
+   * Called once the process's services are mounted (sso's in-process record is known then);
+   * later calls reuse the feed, `close` stops it.
    */
-  followRevocations(deps: Pick<Dependencies, 'cache' | 'bus' | 'logger'>): Promise<void>;
+  followRevocations(deps: Pick<Dependencies, 'bus' | 'logger'>): Promise<void>;
+  /** Readiness: required, failing until the revocations were read from sso once. */
+  revocationsCheck: DependencyCheck;
   clients: ServiceClients;
   provide(provided: Provided): void;
   /** Registers a service of this process, whose readiness is then answered in-process. */
@@ -38,6 +49,7 @@ export function createServiceHub(config: PlatformConfig): ServiceHub {
   const provided: Provided = {};
   const revocations = createRevocationSet();
   let feed: Promise<RevocationFeed> | undefined;
+  let followed: RevocationFeed | undefined;
   const local = new Map<ServiceName, () => Promise<ServiceReadiness>>();
   let http: HttpClients | undefined;
   const remote = () =>
@@ -70,9 +82,11 @@ export function createServiceHub(config: PlatformConfig): ServiceHub {
     verifier: accessTokenVerifier(config, () => provided.verificationKeys, revocations),
     revocations,
     followRevocations: async (deps) => {
-      feed ??= startRevocationFeed({ set: revocations, cache: deps.cache, bus: deps.bus, logger: deps.logger });
-      await feed;
+      const source = provided.liveRevocations ?? busRevocationSource(deps.bus);
+      feed ??= startRevocationFeed({ set: revocations, source, bus: deps.bus, logger: deps.logger });
+      followed = await feed;
     },
+    revocationsCheck: revocationsCheck(() => followed),
     clients,
     provide: (more) => Object.assign(provided, more),
     addLocal: (name, readiness) => local.set(name, readiness),
@@ -83,15 +97,18 @@ export function createServiceHub(config: PlatformConfig): ServiceHub {
   };
 }
 
-function checksOf(service: Service, deps: Dependencies): Record<string, DependencyCheck> {
-  return Object.fromEntries(
-    service.checks.map((name) => [name, name === 'database' ? databaseCheck(deps.database) : cacheCheck(deps.cache)]),
-  );
+function checksOf(service: Service, deps: Dependencies, hub: ServiceHub): Record<string, DependencyCheck> {
+  return {
+    ...Object.fromEntries(service.checks.map((name) => [name, name === 'database' ? databaseCheck(deps.database) : cacheCheck(deps.cache)])),
+    revocations: hub.revocationsCheck,
+  };
 }
 
 /**
  * Mounts one service on `app`: applies its migrations, starts its outbox relay, and registers
- * its routes in their own encapsulated context. The relay stops when the app closes.
+ * its routes in their own encapsulated context. The relay stops when the app closes. The
+ * caller then starts the hub's revocation feed (`followRevocations`), once every service of
+ * the process is mounted.
  */
 export async function mountService(
   app: App,
@@ -103,7 +120,6 @@ export async function mountService(
   if (service.migrations) {
     await migrate(deps.database, { schema: service.name, directory: service.migrations, logger: deps.logger });
   }
-  await hub.followRevocations(deps);
   const relay = service.outbox ? startOutboxRelay({ database: deps.database, bus: deps.bus, schema: service.name, logger: deps.logger }) : undefined;
   if (relay) {
     const untrack = trackOutboxBacklog(service.name, () => outboxBacklog(deps.database, service.name));
@@ -112,7 +128,7 @@ export async function mountService(
       await relay.stop();
     });
   }
-  const checks = checksOf(service, deps);
+  const checks = checksOf(service, deps, hub);
   hub.addLocal(service.name, () => readinessOf(service.name, checks));
   const context: ServiceContext = {
     name: service.name,
@@ -148,8 +164,9 @@ export async function buildServiceApp(service: Service, deps: Dependencies, opti
     metrics: deps.config.METRICS === 'on',
   });
   if (!options.hub) app.addHook('onClose', () => hub.close());
-  await healthRoutes(app, { service: service.name, version: RELEASE_VERSION, checks: checksOf(service, deps) });
+  await healthRoutes(app, { service: service.name, version: RELEASE_VERSION, checks: checksOf(service, deps, hub) });
   await mountService(app, service, deps, hub, 'standalone');
+  await hub.followRevocations(deps);
   return app;
 }
 
@@ -183,9 +200,11 @@ export async function buildPlatformApp(services: readonly Service[], deps: Depen
   await healthRoutes(app, {
     service: 'platform',
     version: RELEASE_VERSION,
-    checks: { database: databaseCheck(deps.database), cache: cacheCheck(deps.cache) },
+    checks: { database: databaseCheck(deps.database), cache: cacheCheck(deps.cache), revocations: hub.revocationsCheck },
   });
   for (const service of services) await mountService(app, service, deps, hub, 'all-in-one');
+  // After the services: sso, mounted above, provides its record of revocations in process.
+  await hub.followRevocations(deps);
   if (options.edge) await options.edge(app);
   return app;
 }
