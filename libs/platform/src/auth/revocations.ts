@@ -78,8 +78,12 @@ export function createRevocationSet(): RevocationSet {
 
 /** How often expired entries are dropped: memory only; an expired entry never changes an answer. */
 const PRUNE_INTERVAL_MS = 60_000;
-/** While sso cannot answer (down, unreachable, its database down), seeding is retried this often. */
-const SEED_RETRY_MS = 2_000;
+/**
+ * While sso cannot answer (down, unreachable, its database down), seeding is retried, soon at
+ * first (a process started beside sso is ready once sso is) and then at most this often.
+ */
+const SEED_RETRY_MAX_MS = 2_000;
+const SEED_RETRY_FIRST_MS = 250;
 
 /**
  * Where a verifier reads the live revocations, a page at a time: sso's own record (its
@@ -158,11 +162,18 @@ export async function startRevocationFeed(options: {
     seeded = true;
     return true;
   };
+  let retryMs = SEED_RETRY_FIRST_MS;
   const seedUntilDone = async () => {
     clearTimeout(retry);
-    if (stopped || (await seed()) || stopped) return;
-    retry = setTimeout(() => void seedUntilDone(), SEED_RETRY_MS);
+    if (stopped) return;
+    if (await seed()) {
+      retryMs = SEED_RETRY_FIRST_MS;
+      return;
+    }
+    if (stopped) return;
+    retry = setTimeout(() => void seedUntilDone(), retryMs);
     retry.unref();
+    retryMs = Math.min(retryMs * 2, SEED_RETRY_MAX_MS);
   };
 
   const subscription: Subscription = await bus.subscribe(
