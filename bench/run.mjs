@@ -46,7 +46,6 @@ import autocannon from 'autocannon';
 import { Pool } from 'undici';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import pg from 'pg';
-import { Redis } from 'ioredis';
 import { topSelfTime } from './cpu-profile.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -566,53 +565,51 @@ async function startJwks() {
 /** 3. crud and the gateway as separate processes on a fresh database, real Redis and NATS. */
 /** Revoked sessions in the set of every verifier for the revocation-cost scenario (issue 11). */
 const REVOCATION_COUNT = 10_000;
-/** Where sso keeps live revocations for verifiers to seed from (libs/contracts REVOCATIONS_CACHE_KEY). */
-const REVOCATIONS_CACHE_KEY = 'sso:revocations';
+/** Revocations per answer, as sso pages them. */
+const REVOCATIONS_PAGE = 1_000;
 
-/**
- * Puts `count` revoked sessions into the shared cache's revocation set, as sso records them
- * (member: the event's JSON, score: when its tokens have all expired), so the processes
- * started next seed their in-memory sets with them. `remove()` takes exactly these out again.
- */
-async function seedRevocations(count) {
-  const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });
-  await redis.connect();
+/** `count` revoked sessions, as sso records them, in its (kind, id) order; `sid` is one of them. */
+function revokedSessions(count) {
   const expiresAt = Math.floor(Date.now() / 1000) + 900;
-  const members = Array.from({ length: count }, () => JSON.stringify({ kind: 'session', id: `bench-${randomUUID()}`, expiresAt }));
-  try {
-    for (let i = 0; i < members.length; i += 1000) {
-      await redis.zadd(REVOCATIONS_CACHE_KEY, ...members.slice(i, i + 1000).flatMap((member) => [expiresAt, member]));
-    }
-  } catch (error) {
-    redis.disconnect();
-    throw error;
-  }
-  return {
-    /** One of the revoked sessions' ids. */
-    sid: JSON.parse(members[0]).id,
-    remove: async () => {
-      try {
-        for (let i = 0; i < members.length; i += 1000) await redis.zrem(REVOCATIONS_CACHE_KEY, ...members.slice(i, i + 1000));
-      } finally {
-        redis.disconnect();
-      }
-    },
-  };
+  const events = Array.from({ length: count }, () => ({ kind: 'session', id: `bench-${randomUUID()}`, expiresAt })).sort((a, b) => (a.id < b.id ? -1 : 1));
+  return { sid: events[0].id, events };
 }
 
-function startSplit(jwks, { crudReplicas = 1 } = {}) {
+/**
+ * The bench's split mode runs no sso: this answers the verifiers' request for the live
+ * revocations (libs/contracts LIVE_REVOCATIONS_REQUEST) as sso does, a page at a time, with
+ * `events`, on a NATS stream of its own (`stream`), so no other sso on the server is asked.
+ */
+async function standInSso(events) {
+  // Loaded here: the bench builds the workspaces first when a dist/ entry is missing.
+  const [{ createLogger, createNatsBus }, { LIVE_REVOCATIONS_REQUEST }] = await Promise.all([import('@app/platform'), import('@app/contracts')]);
+  const stream = `BENCH_${randomUUID().slice(0, 8).toUpperCase()}`;
+  const bus = await createNatsBus({ servers: NATS_URL, logger: createLogger({ LOG_LEVEL: 'silent' }), stream, deleteStreamOnClose: true });
+  await bus.respond(LIVE_REVOCATIONS_REQUEST, async (request) => {
+    const after = request?.after?.id;
+    const rest = after === undefined ? events : events.filter((event) => event.id > after);
+    const page = rest.slice(0, REVOCATIONS_PAGE);
+    return rest.length > REVOCATIONS_PAGE ? { revocations: page, next: { kind: 'session', id: page.at(-1).id } } : { revocations: page };
+  });
+  return { stream, close: () => bus.close() };
+}
+
+function startSplit(jwks, { crudReplicas = 1, revocations = [] } = {}) {
   return withParts(async (own) => {
     const dir = tempDir('split');
     own(async () => removeDir(dir));
     const database = await createDatabase();
     own(database.drop);
+    // crud is ready once it read the live revocations from sso: the stand-in answers it.
+    const sso = await standInSso(revocations);
+    own(sso.close);
     const crudPorts = [];
     for (let i = 0; i < crudReplicas; i++) crudPorts.push(await freePort());
     const gatewayPort = await freePort();
     const verify = { JWKS_URL: jwks.url, JWT_ISSUER: ISSUER, JWT_AUDIENCE: AUDIENCE, NODE_ENV: 'production' };
     const startCrud = (port, replica, ttl) =>
       startProcess(`crud#${replica}`, process.execPath, [join(root, ENTRIES.crud)], {
-        env: nodeEnv({ ...verify, PORT: String(port), DATABASE_URL: database.url, REDIS_URL, NATS_URL, ...(ttl === undefined ? {} : { CACHE_TTL_SECONDS: String(ttl) }) }),
+        env: nodeEnv({ ...verify, PORT: String(port), DATABASE_URL: database.url, REDIS_URL, NATS_URL, NATS_STREAM: sso.stream, ...(ttl === undefined ? {} : { CACHE_TTL_SECONDS: String(ttl) }) }),
         log: join(dir, `crud-${replica}.log`),
         ready: answers(`http://127.0.0.1:${port}/health/readiness`),
       });
@@ -1050,23 +1047,19 @@ async function runRound(round, jwks) {
   });
 
   if (ONLY.includes('split')) await phase(round, 'split mode, 10,000 revocations', async () => {
-    const revoked = await seedRevocations(REVOCATION_COUNT);
+    const revoked = revokedSessions(REVOCATION_COUNT);
+    const split = await startSplit(jwks, { revocations: revoked.events });
     try {
-      const split = await startSplit(jwks);
-      try {
-        const token = await jwks.mint();
-        const id = await createProduct(split.base, token);
-        // The set is loaded: a token of a revoked session is refused.
-        const refused = await fetch(`${split.base}/api/v1/products/${id}`, { headers: { authorization: `Bearer ${await jwks.mint({ sid: revoked.sid })}` } });
-        await expectStatus(refused, 401, 'a token of a seeded revoked session');
-        const row = await measure(round, 'splitRevoked', { url: `${split.base}/api/v1/products/${id}`, headers: { authorization: `Bearer ${token}` } });
-        const plain = rows.find((other) => other.key === 'split' && other.failures === 0);
-        rows.push({ ...row, ofSplit: plain ? row.rps / plain.rps : undefined });
-      } finally {
-        await split.stop();
-      }
+      const token = await jwks.mint();
+      const id = await createProduct(split.base, token);
+      // The set is loaded: a token of a revoked session is refused.
+      const refused = await fetch(`${split.base}/api/v1/products/${id}`, { headers: { authorization: `Bearer ${await jwks.mint({ sid: revoked.sid })}` } });
+      await expectStatus(refused, 401, 'a token of a seeded revoked session');
+      const row = await measure(round, 'splitRevoked', { url: `${split.base}/api/v1/products/${id}`, headers: { authorization: `Bearer ${token}` } });
+      const plain = rows.find((other) => other.key === 'split' && other.failures === 0);
+      rows.push({ ...row, ofSplit: plain ? row.rps / plain.rps : undefined });
     } finally {
-      await revoked.remove();
+      await split.stop();
     }
   });
 

@@ -3,7 +3,7 @@ import { startPlatform } from '@app/all-in-one';
 import { credentialsService } from '@app/credentials';
 import { identityService } from '@app/identity';
 import { buildServiceApp, createLogger, listenApp, type BusMessage, type Logger, type RunningApp } from '@app/platform';
-import { openTestDependencies, startTokenIssuer, type TestMode, type TokenIssuer } from '@app/testing';
+import { answerRevocationsAsSso, openTestDependencies, startTokenIssuer, type TestMode, type TokenIssuer } from '@app/testing';
 import { startReplicas, topologyCases, type TestDependencies } from '../support/replicas.js';
 
 export interface Reply {
@@ -86,6 +86,8 @@ export async function startHarness(mode: TestMode, topology: Topology = 'all-in-
   // The same settings in process and (replicas) in every process's environment.
   const platformEnv = { JWKS_URL: issuer.jwksUrl, PLATFORM_SERVICES: 'identity,credentials' };
   const deps = await openTestDependencies(mode, platformEnv);
+  // No sso here: the test answers for its revocations (none), in process and on the run's stream.
+  await answerRevocationsAsSso(deps.bus);
   const logs: string[] = [];
   // Debug level: the scan for leaked secrets should see everything the services would say.
   const logger = createLogger({ LOG_LEVEL: 'debug' }, { write: (line: string) => void logs.push(line) });

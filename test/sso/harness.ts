@@ -102,7 +102,7 @@ async function startSplit(deps: TestDependencies, ssoPort: number): Promise<{ ed
     const sso = await listen('sso', await buildServiceApp(createSsoService(), configured(peers)), ssoPort);
     const edge = await listen(
       'gateway',
-      await buildGateway({ ...deps.config, ...peers, SSO_URL: sso.url }, deps.logger, { revocationSources: { cache: deps.cache, bus: deps.bus } }),
+      await buildGateway({ ...deps.config, ...peers, SSO_URL: sso.url }, deps.logger, { revocationBus: deps.bus }),
     );
     return { edge, services: { identity, credentials, sso }, close };
   } catch (error) {
@@ -189,11 +189,10 @@ export async function startSsoPlatform(mode: TestMode, topology: Topology, env: 
     const bus = options.natsServers
       ? await createNatsBus({ servers: options.natsServers, logger: deps.logger, stream: deps.natsStream, name: `late-${what}` })
       : undefined;
-    const sources = { cache: deps.cache, bus: bus ?? deps.bus };
     const app =
       what === 'gateway'
-        ? await buildGateway({ ...deps.config, ...running.peers }, deps.logger, { revocationSources: sources })
-        : await buildServiceApp(identityService, { ...deps, bus: sources.bus });
+        ? await buildGateway({ ...deps.config, ...running.peers }, deps.logger, { revocationBus: bus ?? deps.bus })
+        : await buildServiceApp(identityService, { ...deps, bus: bus ?? deps.bus });
     const started = await listenApp(`late-${what}`, app, { host: '127.0.0.1', port: 0 });
     late.push({ app: started, bus });
     return started;

@@ -198,7 +198,7 @@ describe.each(cases)('revocation reaches every verifier within a second (%s, %s)
     expect((await env.token({ grant_type: 'refresh_token', refresh_token: current.refresh })).status).toBe(400);
   });
 
-  it('has a verifier started after a revocation refuse the token from its first request (seeded from the cache)', async () => {
+  it('has a verifier started after a revocation refuse the token from its first request (seeded from sso)', async () => {
     const user = await newUser();
     const session = await signIn(user.email);
     const started = Date.now();

@@ -41,8 +41,9 @@ export const crudRecordEventSchema = z.object({
 });
 
 /**
- * What sso revokes, published on `revocation.<kind>` to every process (a broadcast) and
- * recorded in the cache under REVOCATIONS_CACHE_KEY for verifiers that start later:
+ * What sso revokes, recorded in sso's database in the transaction of the change that causes
+ * it, then published on `revocation.<kind>` to every process (a broadcast). A verifier that
+ * starts later, or whose bus was down, asks sso for the live ones (LIVE_REVOCATIONS_REQUEST):
  * - `session`: every token with this `sid`;
  * - `subject`: every token of this identity (`sub`) issued before `issuedBefore`;
  * - `client`: every token granted to this API_KEY credential (`client_id`) issued before `issuedBefore`.
@@ -63,10 +64,29 @@ export const revocationEventSchema = z.object({
 /** Bus subjects of revocations: `revocation.session`, `revocation.subject`, `revocation.client`. */
 export const REVOCATION_SUBJECTS = 'revocation.>';
 export const revocationSubject = (kind: RevocationKind) => `revocation.${kind}`;
-/** The cache key (an expiring set) holding every live revocation, for seeding verifiers. */
-export const REVOCATIONS_CACHE_KEY = 'sso:revocations';
+
+/**
+ * The bus request sso answers with its live (unexpired) revocations, a page at a time: each
+ * verifier seeds its set with them at start and after its bus reconnects. Over the bus, not
+ * HTTP: every verifier already trusts the bus with these very events, and holds no token of
+ * its own to call sso with.
+ */
+export const LIVE_REVOCATIONS_REQUEST = 'sso.revocations.live';
+
+/** A page's position: the last entry of the previous page (entries are ordered by kind, then id). */
+const revocationCursorSchema = z.strictObject({ kind: z.enum(REVOCATION_KINDS), id: z.string().min(1).max(200) });
+
+export const liveRevocationsRequestSchema = z.strictObject({ after: revocationCursorSchema.optional() });
+
+export const liveRevocationsPageSchema = z.object({
+  revocations: z.array(revocationEventSchema),
+  /** Present when more follow: ask again with it as `after`. */
+  next: revocationCursorSchema.optional(),
+});
 
 export type RevocationEvent = z.infer<typeof revocationEventSchema>;
+export type LiveRevocationsRequest = z.infer<typeof liveRevocationsRequestSchema>;
+export type LiveRevocationsPage = z.infer<typeof liveRevocationsPageSchema>;
 export type IdentityEvent = z.infer<typeof identityEventSchema>;
 export type CredentialEvent = z.infer<typeof credentialEventSchema>;
 export type CrudRecordEvent = z.infer<typeof crudRecordEventSchema>;

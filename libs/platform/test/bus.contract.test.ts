@@ -120,6 +120,34 @@ function busContract(name: string, open: () => Promise<Bus>) {
       expect(inbox.received).toEqual([]);
     });
 
+    it('answers a request through one of its responders, with the data both ways as JSON', async () => {
+      const subject = `test.ask.${randomUUID().slice(0, 8)}`;
+      const asked: unknown[] = [];
+      const answer = async (data: unknown) => {
+        asked.push(data);
+        return { echoed: data, at: 1 };
+      };
+      const first = await bus.respond(subject, answer);
+      await bus.respond(subject, answer);
+      expect(await bus.request(subject, { n: 1 })).toEqual({ echoed: { n: 1 }, at: 1 });
+      expect(await bus.request(subject, { n: 2 })).toEqual({ echoed: { n: 2 }, at: 1 });
+      // One responder per request, not every one.
+      expect(asked).toEqual([{ n: 1 }, { n: 2 }]);
+      await first.unsubscribe();
+      expect(await bus.request(subject, { n: 3 })).toEqual({ echoed: { n: 3 }, at: 1 });
+    });
+
+    it('rejects a request nobody answers, and one whose responder fails', async () => {
+      const subject = `test.ask.${randomUUID().slice(0, 8)}`;
+      await expect(bus.request(subject, {}, { timeoutMs: 1_000 })).rejects.toThrow();
+      const responding = await bus.respond(subject, async () => {
+        throw new Error('cannot read the record');
+      });
+      await expect(bus.request(subject, {})).rejects.toThrow(/cannot read the record/);
+      await responding.unsubscribe();
+      await expect(bus.request(subject, {}, { timeoutMs: 1_000 })).rejects.toThrow();
+    });
+
     it('answers a ping while open', async () => {
       await expect(bus.ping()).resolves.toBeUndefined();
     });

@@ -198,13 +198,13 @@ describe('buildServiceApp', () => {
       expect(await deps.database.query('select name from "identity"."_migrations"')).toEqual([{ name: '20260101000000_widget' }]);
     });
 
-    it('answers its probes without a token, readiness with the checks it declares', async () => {
+    it('answers its probes without a token, readiness with the checks it declares and its revocations', async () => {
       const live = await app.inject({ method: 'GET', url: '/health/liveness' });
       expect(live.statusCode).toBe(200);
       expect(live.json()).toMatchObject({ status: 'active', service: 'identity' });
       const ready = await app.inject({ method: 'GET', url: '/health/readiness' });
       expect(ready.statusCode).toBe(200);
-      expect(Object.keys(ready.json().dependencies)).toEqual(['database']);
+      expect(Object.keys(ready.json().dependencies)).toEqual(['database', 'revocations']);
     });
 
     it('serves its OpenAPI document titled by its name', async () => {

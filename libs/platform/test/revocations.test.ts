@@ -1,18 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { REVOCATIONS_CACHE_KEY, type AccessTokenClaims, type RevocationEvent } from '@app/contracts';
+import { LIVE_REVOCATIONS_REQUEST, type AccessTokenClaims, type LiveRevocationsRequest, type RevocationEvent } from '@app/contracts';
 import {
   cachingTokenVerifier,
+  busRevocationSource,
   createLocalBus,
-  createMemoryCache,
   createNatsBus,
-  createRedisCache,
   createRevocationSet,
+  revocationsCheck,
+  runCheck,
   startRevocationFeed,
   type Bus,
-  type Cache,
   type Principal,
   type RevocationFeed,
+  type RevocationSource,
   type TokenVerifier,
 } from '@app/platform';
 import { eventually, REAL, silentLogger, startTcpProxy } from '@app/testing';
@@ -150,6 +151,29 @@ function reconnectableBus(): Bus & { reconnect(): void } {
   };
 }
 
+/**
+ * sso's record, as a source answers it: pages of `pageSize` in (kind, id) order; `down` makes
+ * every read fail (sso or its database unreachable). Counts the reads.
+ */
+function recordOf(pageSize = 2) {
+  const events: RevocationEvent[] = [];
+  const record = {
+    events,
+    down: false,
+    reads: 0,
+    source: (async ({ after }: LiveRevocationsRequest) => {
+      record.reads++;
+      if (record.down) throw new Error('sso unreachable');
+      const key = (event: { kind: string; id: string }) => `${event.kind}\u0000${event.id}`;
+      const sorted = [...events].sort((a, b) => (key(a) < key(b) ? -1 : 1)).filter((event) => !after || key(event) > key(after));
+      const page = sorted.slice(0, pageSize);
+      const last = page.at(-1);
+      return sorted.length > pageSize && last ? { revocations: page, next: { kind: last.kind, id: last.id } } : { revocations: page };
+    }) satisfies RevocationSource,
+  };
+  return record;
+}
+
 describe('the revocation feed', () => {
   const opened: { close(): Promise<void> }[] = [];
   const feeds: RevocationFeed[] = [];
@@ -157,71 +181,143 @@ describe('the revocation feed', () => {
     for (const feed of feeds.splice(0)) await feed.stop();
     for (const resource of opened.splice(0)) await resource.close();
   });
-  const recorded = (cache: Cache, event: RevocationEvent) => cache.addExpiring(REVOCATIONS_CACHE_KEY, JSON.stringify(event), event.expiresAt);
 
-  it('is seeded from the cache before it resolves: a verifier started after a revocation refuses the token', async () => {
-    const cache = createMemoryCache({ maxEntries: 100 });
+  it('is seeded from sso before it resolves, every page of it: a verifier started after a revocation refuses the token', async () => {
     const bus = createLocalBus({ logger: silentLogger() });
-    opened.push(cache, bus);
-    const claims = claimsOf();
-    await recorded(cache, session(claims.sid!));
-    await cache.addExpiring(REVOCATIONS_CACHE_KEY, '{"not":"a revocation"}', now() + 60);
+    opened.push(bus);
+    const record = recordOf(2);
+    const revoked = [claimsOf(), claimsOf(), claimsOf()];
+    record.events.push(...revoked.map((claims) => session(claims.sid!)));
+    const cutOff = claimsOf();
+    record.events.push({ kind: 'subject', id: cutOff.sub, issuedBefore: cutOff.iat + 1, expiresAt: cutOff.exp });
     const set = createRevocationSet();
-    feeds.push(await startRevocationFeed({ set, cache, bus, logger: silentLogger() }));
-    expect(set.isRevoked(claims)).toBe(true);
+    const feed = await startRevocationFeed({ set, source: record.source, bus, logger: silentLogger() });
+    feeds.push(feed);
+    expect(feed.seeded).toBe(true);
+    expect([...revoked, cutOff].map((claims) => set.isRevoked(claims))).toEqual([true, true, true, true]);
+    expect(set.isRevoked(claimsOf())).toBe(false);
+    // Four entries in pages of two.
+    expect(record.reads).toBe(2);
   });
 
-  it('hears every broadcast revocation, in every process', async () => {
-    const cache = createMemoryCache({ maxEntries: 100 });
+  it('stays unready while sso cannot answer, retrying, and is ready once it could read them', async () => {
     const bus = createLocalBus({ logger: silentLogger() });
-    opened.push(cache, bus);
+    opened.push(bus);
+    const record = recordOf();
+    const claims = claimsOf();
+    record.events.push(session(claims.sid!));
+    record.down = true;
+    const set = createRevocationSet();
+    const feed = await startRevocationFeed({ set, source: record.source, bus, logger: silentLogger() });
+    feeds.push(feed);
+    const check = revocationsCheck(() => feed);
+    expect(feed.seeded).toBe(false);
+    expect((await runCheck(check)).status).toBe('disconnected');
+    expect(check.required).toBe(true);
+    expect(set.isRevoked(claims)).toBe(false);
+    // Still retrying: sso comes back and the next attempt reads the record.
+    expect(await eventually(async () => record.reads >= 2, 10_000, 50)).toBe(true);
+    record.down = false;
+    expect(await eventually(async () => feed.seeded, 10_000, 50)).toBe(true);
+    expect(set.isRevoked(claims)).toBe(true);
+    expect((await runCheck(check)).status).toBe('connected');
+  }, 30_000);
+
+  it('hears every broadcast revocation, in every process', async () => {
+    const bus = createLocalBus({ logger: silentLogger() });
+    opened.push(bus);
+    const record = recordOf();
     const sets = [createRevocationSet(), createRevocationSet(), createRevocationSet()];
-    for (const set of sets) feeds.push(await startRevocationFeed({ set, cache, bus, logger: silentLogger() }));
+    for (const set of sets) feeds.push(await startRevocationFeed({ set, source: record.source, bus, logger: silentLogger() }));
     const claims = claimsOf();
     await bus.publish('revocation.session', session(claims.sid!));
     expect(await eventually(async () => sets.every((set) => set.isRevoked(claims)), 2_000, 10)).toBe(true);
   });
 
-  it('catches up from the cache when the bus reconnects', async () => {
-    const cache = createMemoryCache({ maxEntries: 100 });
+  it('catches up from sso when the bus reconnects', async () => {
     const bus = reconnectableBus();
-    opened.push(cache, bus);
+    opened.push(bus);
+    const record = recordOf();
     const set = createRevocationSet();
-    feeds.push(await startRevocationFeed({ set, cache, bus, logger: silentLogger() }));
+    feeds.push(await startRevocationFeed({ set, source: record.source, bus, logger: silentLogger() }));
     const claims = claimsOf();
-    // Published while this process was cut off from the bus: only the cache has it.
-    await recorded(cache, session(claims.sid!));
+    // Published while this process was cut off from the bus: only sso's record has it.
+    record.events.push(session(claims.sid!));
     expect(set.isRevoked(claims)).toBe(false);
     bus.reconnect();
     expect(await eventually(async () => set.isRevoked(claims), 2_000, 10)).toBe(true);
   });
+});
 
-  if (REAL.natsUrl && REAL.redisUrl) {
+describe('sso\'s record over the bus', () => {
+  const opened: { close(): Promise<void> }[] = [];
+  afterEach(async () => {
+    for (const resource of opened.splice(0)) await resource.close();
+  });
+
+  it('asks the in-process responder, and finds nothing to seed on an in-process bus without one', async () => {
+    const bus = createLocalBus({ logger: silentLogger() });
+    opened.push(bus);
+    const source = busRevocationSource(bus);
+    expect(await source({})).toEqual({ revocations: [] });
+    const record = recordOf(1);
+    const event = session(randomUUID());
+    record.events.push(event, session(randomUUID()));
+    await bus.respond(LIVE_REVOCATIONS_REQUEST, (request) => record.source(request as LiveRevocationsRequest));
+    expect(await source({})).toEqual({ revocations: [record.events.sort((a, b) => (a.id < b.id ? -1 : 1))[0]], next: { kind: 'session', id: record.events[0]!.id } });
+  });
+
+  it('rejects an answer that is not a page of revocations', async () => {
+    const bus = createLocalBus({ logger: silentLogger() });
+    opened.push(bus);
+    await bus.respond(LIVE_REVOCATIONS_REQUEST, async () => ({ revocations: [{ kind: 'everyone', id: 'x', expiresAt: 1 }] }));
+    await expect(busRevocationSource(bus)({})).rejects.toThrow();
+  });
+
+  if (REAL.natsUrl) {
     const natsUrl = new URL(REAL.natsUrl);
-    const redisUrl = REAL.redisUrl;
 
-    it('catches up on real NATS and Redis after the bus was cut for a while', async () => {
+    it('is asked across processes on real NATS, fails while no sso answers, and catches up after the bus was cut', async () => {
       const stream = `TEST_${randomUUID().slice(0, 8).toUpperCase()}`;
-      const cache = await createRedisCache({ url: redisUrl, logger: silentLogger(), keyPrefix: `test:${randomUUID()}:` });
       const proxy = await startTcpProxy({ host: natsUrl.hostname, port: Number(natsUrl.port || 4222) });
-      const publisher = await createNatsBus({ servers: REAL.natsUrl!, logger: silentLogger(), stream, deleteStreamOnClose: true });
-      const listener = await createNatsBus({ servers: `nats://127.0.0.1:${proxy.port}`, logger: silentLogger(), stream });
-      opened.push(cache, listener, publisher, { close: proxy.stop });
+      const sso = await createNatsBus({ servers: REAL.natsUrl!, logger: silentLogger(), stream, deleteStreamOnClose: true });
+      const verifier = await createNatsBus({ servers: `nats://127.0.0.1:${proxy.port}`, logger: silentLogger(), stream });
+      opened.push(verifier, sso, { close: proxy.stop });
+      const record = recordOf(2);
+      const early = claimsOf();
+      record.events.push(session(early.sid!));
+
+      // No sso on the bus yet: the verifier is not seeded, and retries.
       const set = createRevocationSet();
-      feeds.push(await startRevocationFeed({ set, cache, bus: listener, logger: silentLogger() }));
+      const feed = await startRevocationFeed({ set, source: busRevocationSource(verifier), bus: verifier, logger: silentLogger() });
+      try {
+        expect(feed.seeded).toBe(false);
+        const answering = await sso.respond(LIVE_REVOCATIONS_REQUEST, (request) => record.source(request as LiveRevocationsRequest));
+        expect(await eventually(async () => feed.seeded, 10_000, 50)).toBe(true);
+        expect(set.isRevoked(early)).toBe(true);
 
-      const heard = claimsOf();
-      await publisher.publish('revocation.session', session(heard.sid!));
-      expect(await eventually(async () => set.isRevoked(heard), 2_000, 10)).toBe(true);
+        const heard = claimsOf();
+        await sso.publish('revocation.session', session(heard.sid!));
+        expect(await eventually(async () => set.isRevoked(heard), 5_000, 10)).toBe(true);
 
-      await proxy.stop();
-      const missed = claimsOf();
-      await recorded(cache, session(missed.sid!));
-      await publisher.publish('revocation.session', session(missed.sid!));
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      expect(set.isRevoked(missed)).toBe(false);
-      await proxy.start();
-      expect(await eventually(async () => set.isRevoked(missed), 10_000)).toBe(true);
-    }, 30_000);
+        await proxy.stop();
+        const missed = claimsOf();
+        record.events.push(session(missed.sid!));
+        await sso.publish('revocation.session', session(missed.sid!));
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        expect(set.isRevoked(missed)).toBe(false);
+        await proxy.start();
+        expect(await eventually(async () => set.isRevoked(missed), 15_000)).toBe(true);
+
+        // A responder that fails is an error at once, not a timeout.
+        await answering.unsubscribe();
+        await sso.respond(LIVE_REVOCATIONS_REQUEST, async () => {
+          throw new Error('database down');
+        });
+        await expect(verifier.request(LIVE_REVOCATIONS_REQUEST, {})).rejects.toThrow(/database down/);
+      } finally {
+        await feed.stop();
+      }
+    }, 60_000);
   }
 });

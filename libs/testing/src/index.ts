@@ -14,11 +14,14 @@ import {
   loadConfig,
   openPGlite,
   openPostgres,
+  type Bus,
   type Dependencies,
   type Env,
   type Logger,
   type PlatformConfig,
+  type Subscription,
 } from '@app/platform';
+import { LIVE_REVOCATIONS_REQUEST, type RevocationEvent } from '@app/contracts';
 import { exportJWK, generateKeyPair, SignJWT, type JWK, type JWTPayload, type CryptoKey } from 'jose';
 import pg from 'pg';
 
@@ -229,6 +232,15 @@ export async function startOwnRedis(): Promise<{ url: string; stop(): Promise<vo
   };
   await start();
   return { url: `redis://127.0.0.1:${port}`, stop, start };
+}
+
+/**
+ * Stands in for sso's record of revocations on `bus`, as `startTokenIssuer` stands in for its
+ * keys: a service tested without sso is not ready until someone answers its request for the
+ * live revocations (in process, or processes sharing the run's NATS stream). Answers `events`.
+ */
+export function answerRevocationsAsSso(bus: Bus, events: RevocationEvent[] = []): Promise<Subscription> {
+  return bus.respond(LIVE_REVOCATIONS_REQUEST, async () => ({ revocations: events }));
 }
 
 export interface TokenIssuer {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { buildGateway } from '@app/gateway';
 import { buildServiceApp, listenApp, type App, type Cache, type Dependencies, type Env, type RunningApp } from '@app/platform';
-import { openTestDependencies, requestBytes, startTokenIssuer, type BytesReply, type TestMode, type TokenIssuer } from '@app/testing';
+import { answerRevocationsAsSso, openTestDependencies, requestBytes, startTokenIssuer, type BytesReply, type TestMode, type TokenIssuer } from '@app/testing';
 import { crudService } from '../src/index.js';
 
 /** What a test sends; the same request goes through app.inject or through the gateway. */
@@ -50,6 +50,8 @@ export async function startCrud(
   const issuer = await startTokenIssuer();
   const opened = await openTestDependencies(mode, { JWKS_URL: issuer.jwksUrl, ...options.env });
   const deps: Dependencies = options.cache ? { ...opened, cache: options.cache } : opened;
+  // No sso here: the test answers for its revocations (none), as the issuer does for its keys.
+  await answerRevocationsAsSso(deps.bus);
   // It applies its own migrations, as it does when it runs alone.
   const app = await buildServiceApp(crudService, deps);
   const token = await issuer.mint(randomUUID());

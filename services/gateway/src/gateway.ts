@@ -1,12 +1,12 @@
 import {
   accessTokenVerifier,
   createApp,
+  busRevocationSource,
   createLocalBus,
-  createMemoryCache,
   createRevocationSet,
+  revocationsCheck,
   startRevocationFeed,
   type Bus,
-  type Cache,
   declareAuth,
   healthRoutes,
   parseTrustedProxies,
@@ -31,8 +31,7 @@ export const GATEWAY_CONFIG: readonly ConfigKey[] = [
   'CREDENTIALS_URL',
   'CRUD_URL',
   'HEALTH_URL',
-  // Revocations: the edge's verifier seeds its set from the cache and follows the bus.
-  'REDIS_URL',
+  // Revocations: the edge's verifier seeds its set from sso and follows sso's broadcast, both over the bus.
   'NATS_URL',
 ];
 
@@ -40,11 +39,11 @@ export interface GatewayOptions {
   /** Verifies bearer tokens at the edge; default: sso's JWKS per the configuration, cached, checked against revocations. */
   verifier?: TokenVerifier;
   /**
-   * Where the default verifier learns of revocations: the shared cache (seed) and the bus
-   * (sso's broadcast). main.ts opens Redis and NATS per the configuration; without them the
-   * gateway uses in-process ones, which only hear revocations published in this process.
+   * Where the default verifier learns of revocations: the bus, over which it asks sso for the
+   * live ones (seed) and hears sso's broadcast. main.ts opens NATS per the configuration;
+   * without it the gateway uses an in-process bus, where no sso answers nor publishes.
    */
-  revocationSources?: { cache: Cache; bus: Bus };
+  revocationBus?: Bus;
 }
 
 /**
@@ -53,8 +52,8 @@ export interface GatewayOptions {
  */
 export async function buildGateway(config: PlatformConfig, logger: Logger, options: GatewayOptions = {}): Promise<App> {
   const revocations = createRevocationSet();
-  const sources = options.revocationSources ?? { cache: createMemoryCache({ maxEntries: 1 }), bus: createLocalBus({ logger }) };
-  const feed = options.verifier ? undefined : await startRevocationFeed({ set: revocations, ...sources, logger });
+  const bus = options.revocationBus ?? createLocalBus({ logger });
+  const feed = options.verifier ? undefined : await startRevocationFeed({ set: revocations, source: busRevocationSource(bus), bus, logger });
   const app = await createApp({
     name: 'gateway',
     title: PLATFORM_TITLE,
@@ -69,10 +68,10 @@ export async function buildGateway(config: PlatformConfig, logger: Logger, optio
   });
   app.addHook('onClose', async () => {
     await feed?.stop();
-    if (!options.revocationSources) await Promise.all([sources.bus.close(), sources.cache.close()]);
+    if (!options.revocationBus) await bus.close();
   });
-  // The gateway holds no state: it is ready whenever it can answer.
-  await healthRoutes(app, { service: 'gateway', version: RELEASE_VERSION, checks: {} });
+  // The gateway holds no state: it is ready once its verifier knows every revocation.
+  await healthRoutes(app, { service: 'gateway', version: RELEASE_VERSION, checks: feed ? { revocations: revocationsCheck(() => feed) } : {} });
   registerBodyLimit(app, config.BODY_LIMIT);
   const routes = routingTable(config);
   // Each service checks its own routes' auth; the edge check above already ran for these.

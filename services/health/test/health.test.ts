@@ -14,6 +14,7 @@ import {
   type ServiceName,
 } from '@app/platform';
 import {
+  answerRevocationsAsSso,
   createTestDatabase,
   eventually,
   freePort,
@@ -38,8 +39,10 @@ async function probeOnlyService(name: string, checks: Record<string, DependencyC
  * The health service run alone (split mode), reporting on exactly `services`, each reached
  * over HTTP at the given URL (PLATFORM_SERVICES and IDENTITY_URL, CRUD_URL, ...).
  */
-function buildHealth(deps: Dependencies, services: Partial<Record<ServiceName, string>>): Promise<App> {
+async function buildHealth(deps: Dependencies, services: Partial<Record<ServiceName, string>>): Promise<App> {
   const names = Object.keys(services) as ServiceName[];
+  // No sso here: the test answers for its revocations (none).
+  await answerRevocationsAsSso(deps.bus);
   const urls = Object.fromEntries(names.map((name) => [urlVariableOf(name), services[name]]));
   return buildServiceApp(healthService, { ...deps, config: { ...deps.config, ...urls, PLATFORM_SERVICES: names } });
 }
@@ -95,6 +98,7 @@ describe.each(testModes())('health reports (%s)', (mode) => {
     expect(ready.json().dependencies).toEqual({
       database: expect.objectContaining({ status: 'connected' }),
       cache: expect.objectContaining({ status: 'connected' }),
+      revocations: expect.objectContaining({ status: 'connected' }),
     });
   });
 });

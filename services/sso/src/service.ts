@@ -1,4 +1,5 @@
 import { fileURLToPath } from 'node:url';
+import { LIVE_REVOCATIONS_REQUEST, liveRevocationsRequestSchema } from '@app/contracts';
 import { createPrismaClient, defineService, parseTrustedProxies, type Service } from '@app/platform';
 import { startAdminBootstrap, DEV_ADMIN_EMAIL } from './bootstrap/admin.js';
 import { subscribeToCredentialEvents } from './events/credential-events.js';
@@ -20,7 +21,7 @@ import { configuredKeyService } from './keys/configured.js';
 import { keyRoutes } from './keys/routes.js';
 import { createGrantCache } from './tokens/grant-cache.js';
 import { createRefreshTokenRepository } from './tokens/repository.js';
-import { createRevoker } from './tokens/revocations.js';
+import { createRevoker, liveRevocationsOf } from './tokens/revocations.js';
 import { tokenRoutes } from './tokens/routes.js';
 import { createTokenService } from './tokens/service.js';
 import { createSystemTokens, createTokenSigner } from './tokens/signer.js';
@@ -32,7 +33,7 @@ export const SSO_MIGRATIONS = fileURLToPath(new URL('../prisma/migrations', impo
 
 /** Longest pause between two checks whether the signing key is due for rotation. */
 const ROTATION_CHECK_MAX_MS = 3_600_000;
-/** How often finished authorization requests and browser sessions are swept out. */
+/** How often finished authorization requests, browser sessions and expired revocations are swept out. */
 const PURGE_INTERVAL_MS = 3_600_000;
 
 export interface SsoOptions {
@@ -105,11 +106,13 @@ export function createSsoService(options: SsoOptions = {}): Service {
       const repository = createRefreshTokenRepository(prisma);
       const revoker = createRevoker({
         repository,
-        cache,
-        logger,
         eventsCommitted,
         lifetimeSeconds: config.ACCESS_TOKEN_TTL_SECONDS + config.JWT_CLOCK_TOLERANCE_SECONDS,
       });
+      // What every verifier seeds its revocations from: this process's in process, the others over the bus.
+      const liveRevocations = liveRevocationsOf(repository);
+      provide({ liveRevocations });
+      const revocationsResponder = await bus.respond(LIVE_REVOCATIONS_REQUEST, (request) => liveRevocations(liveRevocationsRequestSchema.parse(request)));
       // API key verdicts and identities by id, from memory while provably unchanged (see grant-cache.ts).
       const grantCache = await createGrantCache({ credentials: clients.credentials, identities: clients.identity, cache, bus, logger });
       app.addHook('onClose', () => grantCache.stop());
@@ -177,6 +180,7 @@ export function createSsoService(options: SsoOptions = {}): Service {
       const purge = setInterval(() => {
         const before = new Date(Date.now() - config.REFRESH_TOKEN_TTL_SECONDS * 1000);
         browserRepository.purge(before).catch((error: unknown) => logger.warn({ err: error }, 'purging finished authorization requests failed'));
+        repository.pruneRevocations(Math.floor(Date.now() / 1000)).catch((error: unknown) => logger.warn({ err: error }, 'pruning expired revocations failed'));
       }, PURGE_INTERVAL_MS);
       purge.unref();
 
@@ -217,7 +221,7 @@ export function createSsoService(options: SsoOptions = {}): Service {
         clearInterval(rotation);
         clearInterval(purge);
         bootstrap?.stop();
-        await Promise.all(subscriptions.map((subscription) => subscription.unsubscribe()));
+        await Promise.all([...subscriptions, revocationsResponder].map((subscription) => subscription.unsubscribe()));
       });
     },
   });

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
-import { REVOCATIONS_CACHE_KEY } from '@app/contracts';
+import type { LiveRevocationsRequest } from '@app/contracts';
+import { busRevocationSource } from '@app/platform';
 import { eventually, testModes } from '@app/testing';
 import { hashRefreshToken } from '../src/tokens/service.js';
 import { ADDRESS_LIMIT, PAIR_LIMIT, USERNAME_LIMIT } from '../src/tokens/throttle.js';
@@ -100,8 +101,17 @@ describe.each(testModes())('credential events (%s)', (mode) => {
   });
   const signInFully = async (email: string) => (await sso.token({ grant_type: 'password', username: email, password: PASSWORD })).body;
   const sidOf = (accessToken: unknown) => JSON.parse(Buffer.from(String(accessToken).split('.')[1]!, 'base64url').toString()).sid as string;
-  /** The revocations sso recorded for verifiers that start later, parsed. */
-  const recorded = async () => (await sso.deps.cache.liveMembers(REVOCATIONS_CACHE_KEY)).map((member) => JSON.parse(member) as Record<string, unknown>);
+  /** The revocations sso recorded for verifiers that start later, every page, as a verifier reads them (over the bus). */
+  const recorded = async () => {
+    const source = busRevocationSource(sso.deps.bus);
+    const entries: Record<string, unknown>[] = [];
+    for (let request: LiveRevocationsRequest | undefined = {}; request; ) {
+      const page = await source(request);
+      entries.push(...page.revocations);
+      request = page.next && { after: page.next };
+    }
+    return entries;
+  };
   const recordedEventually = async (match: Record<string, unknown>) => {
     await eventually(async () => (await recorded()).some((entry) => Object.entries(match).every(([key, value]) => entry[key] === value)), 5_000, 20);
     return (await recorded()).find((entry) => Object.entries(match).every(([key, value]) => entry[key] === value));

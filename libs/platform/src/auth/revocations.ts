@@ -1,12 +1,15 @@
 import {
+  LIVE_REVOCATIONS_REQUEST,
+  liveRevocationsPageSchema,
   REVOCATION_SUBJECTS,
-  REVOCATIONS_CACHE_KEY,
   revocationEventSchema,
   type AccessTokenClaims,
+  type LiveRevocationsPage,
+  type LiveRevocationsRequest,
   type RevocationEvent,
 } from '@app/contracts';
-import type { Bus, Subscription } from '../bus/bus.js';
-import type { Cache } from '../cache/cache.js';
+import { NoResponderError, type Bus, type Subscription } from '../bus/bus.js';
+import type { DependencyCheck } from '../health/checks.js';
 import type { Logger } from '../logger.js';
 
 /** A cut-off: tokens issued (`iat`) before `issuedBefore` are revoked, until `expiresAt`. */
@@ -75,16 +78,42 @@ export function createRevocationSet(): RevocationSet {
 
 /** How often expired entries are dropped: memory only; an expired entry never changes an answer. */
 const PRUNE_INTERVAL_MS = 60_000;
-/** While the cache cannot be read (Redis down at start), seeding is retried this often. */
-const SEED_RETRY_MS = 2_000;
+/**
+ * While sso cannot answer (down, unreachable, its database down), seeding is retried, soon at
+ * first (a process started beside sso is ready once sso is) and then at most this often.
+ */
+const SEED_RETRY_MAX_MS = 2_000;
+const SEED_RETRY_FIRST_MS = 250;
+
+/**
+ * Where a verifier reads the live revocations, a page at a time: sso's own record (its
+ * database), in process where sso runs in this process, over the bus everywhere else.
+ */
+export type RevocationSource = (request: LiveRevocationsRequest) => Promise<LiveRevocationsPage>;
+
+/** sso's record over the bus: whichever sso replica answers LIVE_REVOCATIONS_REQUEST. */
+export function busRevocationSource(bus: Bus): RevocationSource {
+  return async (request) => {
+    try {
+      return liveRevocationsPageSchema.parse(await bus.request(LIVE_REVOCATIONS_REQUEST, request));
+    } catch (error) {
+      // An in-process bus reaches no other process: with no sso on it there is none to ask,
+      // and no revocation to hear either (a service run alone in a test).
+      if (bus.kind === 'local' && error instanceof NoResponderError) return { revocations: [] };
+      throw error;
+    }
+  };
+}
 
 export interface RevocationFeed {
-  /** Reads every live revocation from the cache into the set (at start, after a reconnect). */
+  /** Whether the set was seeded from sso once: until then the process must not be ready. */
+  readonly seeded: boolean;
+  /** Reads every live revocation from the source into the set; false when it could not. */
   seed(): Promise<boolean>;
   stop(): Promise<void>;
 }
 
-/** Parses one stored or published revocation; undefined (logged) when it is not one. */
+/** Parses one published revocation; undefined (logged) when it is not one. */
 function revocationOf(data: unknown, logger: Logger): RevocationEvent | undefined {
   const parsed = revocationEventSchema.safeParse(data);
   if (parsed.success) return parsed.data;
@@ -93,41 +122,58 @@ function revocationOf(data: unknown, logger: Logger): RevocationEvent | undefine
 }
 
 /**
- * Keeps `set` current for one process: seeded from the cache (where sso records every
- * revocation until its tokens expire), then fed by sso's broadcast on the bus, and re-seeded
- * each time the bus reconnects, which catches up whatever was published while it was down.
- * Resolves once the first seed was tried: a verifier that starts after a revocation refuses
- * the token from its first request. A cache that cannot be read is retried in the background.
+ * Keeps `set` current for one process: seeded from sso's record of live revocations (the
+ * cache holds none: a cache restarted empty forgets nothing), then fed by sso's broadcast on
+ * the bus, and re-seeded each time the bus reconnects, which catches up whatever was
+ * published while it was down. Entries only ever grow a cut-off, so a seed and events applied
+ * in any order give the same set. Resolves once the first seed was tried: a verifier that
+ * starts after a revocation refuses the token from its first request. While sso cannot
+ * answer, seeding is retried in the background and `seeded` stays false.
  */
-export async function startRevocationFeed(options: { set: RevocationSet; cache: Cache; bus: Bus; logger: Logger }): Promise<RevocationFeed> {
-  const { set, cache, bus, logger } = options;
+export async function startRevocationFeed(options: {
+  set: RevocationSet;
+  source: RevocationSource;
+  bus: Bus;
+  logger: Logger;
+}): Promise<RevocationFeed> {
+  const { set, source, bus, logger } = options;
   let stopped = false;
+  let seeded = false;
+  let failing = false;
   let retry: NodeJS.Timeout | undefined;
 
   const seed = async (): Promise<boolean> => {
     try {
-      const members = await cache.liveMembers(REVOCATIONS_CACHE_KEY);
-      for (const member of members) {
-        let data: unknown;
-        try {
-          data = JSON.parse(member);
-        } catch {
-          data = undefined;
-        }
-        const event = revocationOf(data, logger);
-        if (event) set.apply(event);
+      let request: LiveRevocationsRequest = {};
+      for (;;) {
+        const page = await source(request);
+        for (const event of page.revocations) set.apply(event);
+        if (!page.next) break;
+        request = { after: page.next };
       }
-      return true;
     } catch (error) {
-      logger.warn({ err: error }, 'revocations could not be read from the cache; retrying');
+      // Said once per outage, not once per retry.
+      if (!failing) logger.warn({ err: error }, 'revocations could not be read from sso; retrying');
+      failing = true;
       return false;
     }
+    if (failing) logger.info('revocations read from sso again');
+    failing = false;
+    seeded = true;
+    return true;
   };
+  let retryMs = SEED_RETRY_FIRST_MS;
   const seedUntilDone = async () => {
     clearTimeout(retry);
-    if (stopped || (await seed())) return;
-    retry = setTimeout(() => void seedUntilDone(), SEED_RETRY_MS);
+    if (stopped) return;
+    if (await seed()) {
+      retryMs = SEED_RETRY_FIRST_MS;
+      return;
+    }
+    if (stopped) return;
+    retry = setTimeout(() => void seedUntilDone(), retryMs);
     retry.unref();
+    retryMs = Math.min(retryMs * 2, SEED_RETRY_MAX_MS);
   };
 
   const subscription: Subscription = await bus.subscribe(
@@ -144,6 +190,9 @@ export async function startRevocationFeed(options: { set: RevocationSet; cache: 
   await seedUntilDone();
 
   return {
+    get seeded() {
+      return seeded;
+    },
     seed,
     stop: async () => {
       stopped = true;
@@ -154,3 +203,12 @@ export async function startRevocationFeed(options: { set: RevocationSet; cache: 
     },
   };
 }
+
+/** Readiness: a verifier that could not read sso's revocations yet may accept a revoked token. */
+export const revocationsCheck = (feed: () => RevocationFeed | undefined): DependencyCheck => ({
+  required: true,
+  probe: async () => {
+    if (!feed()?.seeded) throw new Error('revocations not read from sso yet');
+    return {};
+  },
+});

@@ -25,6 +25,20 @@ export interface Subscription {
  */
 export type SubscribeOptions = { group: string; broadcast?: never } | { broadcast: true; group?: never };
 
+/** Answers one request (see `Bus.respond`); a rejection is sent back to the requester as an error. */
+export type Responder = (data: unknown) => Promise<unknown>;
+
+/** Nobody answers a request's subject (the in-process bus says so at once). */
+export class NoResponderError extends Error {
+  constructor(subject: string) {
+    super(`no responder for ${subject}`);
+    this.name = 'NoResponderError';
+  }
+}
+
+/** Longest wait for an answer to `Bus.request` when the caller sets none. */
+export const REQUEST_TIMEOUT_MS = 5_000;
+
 /**
  * The event bus port: NATS JetStream when `NATS_URL` is set, in-process otherwise. Delivery
  * is at least once: a handler that rejects gets the event again, so handlers are idempotent.
@@ -35,6 +49,14 @@ export interface Bus {
   publish(subject: string, data: unknown, options?: { id?: string }): Promise<void>;
   /** `pattern` uses NATS wildcards: `*` is one token, `>` the rest (`credential.>`). */
   subscribe(pattern: string, handler: BusHandler, options: SubscribeOptions): Promise<Subscription>;
+  /**
+   * Asks whoever answers `subject` (one responder of any process) and resolves with its
+   * answer. Rejects when nobody answers (no responder, the broker unreachable, the timeout),
+   * or with the responder's error. Nothing is stored: a request nobody hears is lost.
+   */
+  request(subject: string, data: unknown, options?: { timeoutMs?: number }): Promise<unknown>;
+  /** Answers the requests on `subject`; several responders (replicas) share them, one answer each. */
+  respond(subject: string, responder: Responder): Promise<Subscription>;
   /**
    * Calls `listener` each time the connection to the broker comes back after a loss, once
    * broadcast subscriptions are live again (never, in process). Returns a function that removes it.

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../logger.js';
-import { MAX_DELIVERIES, redeliveryDelayMs, subjectMatches, type Bus, type BusHandler, type BusMessage } from './bus.js';
+import { MAX_DELIVERIES, redeliveryDelayMs, subjectMatches, type Bus, type BusHandler, type BusMessage, NoResponderError, type Responder } from './bus.js';
 
 interface Group {
   pattern: string;
@@ -15,6 +15,8 @@ interface Group {
 export function createLocalBus(options: { logger: Logger }): Bus {
   const groups = new Map<string, Group>();
   const timers = new Set<NodeJS.Timeout>();
+  /** Each responder wrapped, so one function registered twice is two responders. */
+  const responders = new Map<string, { responders: { answer: Responder }[]; next: number }>();
   let closed = false;
 
   const deliver = (group: Group, message: BusMessage) => {
@@ -58,6 +60,26 @@ export function createLocalBus(options: { logger: Logger }): Bus {
         },
       };
     },
+    request: async (subject, data) => {
+      if (closed) throw new Error('the bus is closed');
+      const entry = responders.get(subject);
+      if (!entry || entry.responders.length === 0) throw new NoResponderError(subject);
+      const { answer } = entry.responders[entry.next++ % entry.responders.length]!;
+      // Serialized both ways like the wire would: neither side can mutate the other's object.
+      const answered = await answer(JSON.parse(JSON.stringify(data ?? null)));
+      return JSON.parse(JSON.stringify(answered ?? null));
+    },
+    respond: async (subject, responder) => {
+      const entry = responders.get(subject) ?? { responders: [], next: 0 };
+      const registered = { answer: responder };
+      entry.responders.push(registered);
+      responders.set(subject, entry);
+      return {
+        unsubscribe: async () => {
+          entry.responders = entry.responders.filter((r) => r !== registered);
+        },
+      };
+    },
     // Nothing in process ever disconnects.
     onReconnect: () => () => undefined,
     ping: async () => {
@@ -67,6 +89,7 @@ export function createLocalBus(options: { logger: Logger }): Bus {
       closed = true;
       for (const timer of timers) clearTimeout(timer);
       groups.clear();
+      responders.clear();
     },
   };
 }

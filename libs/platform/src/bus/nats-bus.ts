@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { ConsumerMessages, JetStreamClient, JetStreamManager, JsMsg } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from '../logger.js';
-import { MAX_DELIVERIES, redeliveryDelayMs, type Bus, type BusHandler, type Subscription } from './bus.js';
+import { MAX_DELIVERIES, redeliveryDelayMs, REQUEST_TIMEOUT_MS, type Bus, type BusHandler, type Responder, type Subscription } from './bus.js';
 
 export interface NatsBusOptions {
   /** Comma-separated server URLs. */
@@ -295,6 +295,43 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
     };
   };
 
+  /**
+   * Requests travel outside the stream's subjects (`<prefix>.>`): JetStream would store them
+   * and answer each with its own acknowledgement, racing the responder.
+   */
+  const requestSubject = (subject: string) => `${prefix}-requests.${subject}`;
+
+  /** A core queue subscription: one responder of the group answers each request, `{ ok, data | error }`. */
+  const answer = async ({ nc }: Link, subject: string, responder: Responder): Promise<Subscription> => {
+    const subscription = nc.subscribe(requestSubject(subject), {
+      queue: 'responders',
+      callback: (error, message) => {
+        if (error) return;
+        void (async () => {
+          let reply: unknown;
+          try {
+            reply = { ok: true, data: await responder(message.json()) };
+          } catch (failure) {
+            options.logger.warn({ err: failure, subject }, 'request responder failed');
+            reply = { ok: false, error: (failure as Error).message };
+          }
+          // A requester gone since (timed out, disconnected) loses nothing: it asks again.
+          try {
+            message.respond(JSON.stringify(reply));
+          } catch (failure) {
+            options.logger.warn({ err: failure, subject }, 'request answer not sent');
+          }
+        })();
+      },
+    });
+    await nc.flush();
+    return {
+      unsubscribe: async () => {
+        subscription.unsubscribe();
+      },
+    };
+  };
+
   /** Opens a subscription on the link, now if it is up, else with the others waiting for it. */
   const subscribeOn = async (open: (up: Link) => Promise<Subscription>): Promise<Subscription> => {
     if (link) return open(link);
@@ -318,6 +355,14 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
       subscribeOptions.broadcast
         ? subscribeOn((up) => listen(up, pattern, handler))
         : subscribeOn((up) => consume(up, pattern, handler, subscribeOptions.group)),
+    request: async (subject, data, requestOptions) => {
+      if (!link) throw new Error('nats has not been reached yet');
+      const message = await link.nc.request(requestSubject(subject), JSON.stringify(data ?? null), { timeout: requestOptions?.timeoutMs ?? REQUEST_TIMEOUT_MS });
+      const reply = message.json<{ ok: boolean; data?: unknown; error?: string }>();
+      if (!reply.ok) throw new Error(`the responder to ${subject} failed: ${reply.error ?? 'no reason given'}`);
+      return reply.data;
+    },
+    respond: (subject, responder) => subscribeOn((up) => answer(up, subject, responder)),
     onReconnect: (listener) => {
       reconnectListeners.add(listener);
       return () => reconnectListeners.delete(listener);

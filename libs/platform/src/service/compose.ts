@@ -1,6 +1,13 @@
 import { SERVICE_NAMES, SERVICES, UpstreamError, type ServiceClients, type ServiceName, type ServiceReadiness } from '@app/contracts';
 import { accessTokenVerifier, type TokenVerifier } from '../auth/auth.js';
-import { createRevocationSet, startRevocationFeed, type RevocationFeed, type RevocationSet } from '../auth/revocations.js';
+import {
+  busRevocationSource,
+  createRevocationSet,
+  revocationsCheck,
+  startRevocationFeed,
+  type RevocationFeed,
+  type RevocationSet,
+} from '../auth/revocations.js';
 import { outboxBacklog, startOutboxRelay } from '../bus/outbox.js';
 import { trackOutboxBacklog } from '../metrics/metrics.js';
 import type { PlatformConfig } from '../config.js';
@@ -23,10 +30,14 @@ export interface ServiceHub {
   /** The revocations the verifier refuses, one set per process. */
   revocations: RevocationSet;
   /**
-   * Keeps `revocations` current from `deps`' cache and bus (seeded before it resolves); the
-   * first call starts it, later calls reuse it, `close` stops it.
+   * Keeps `revocations` current: seeded from sso (in process where sso provided its record,
+   * over `deps`' bus otherwise), then fed by the bus; resolves once the first seed was tried.
+   * Called once the process's services are mounted (sso's in-process record is known then);
+   * later calls reuse the feed, `close` stops it.
    */
-  followRevocations(deps: Pick<Dependencies, 'cache' | 'bus' | 'logger'>): Promise<void>;
+  followRevocations(deps: Pick<Dependencies, 'bus' | 'logger'>): Promise<void>;
+  /** Readiness: required, failing until the revocations were read from sso once. */
+  revocationsCheck: DependencyCheck;
   clients: ServiceClients;
   provide(provided: Provided): void;
   /** Registers a service of this process, whose readiness is then answered in-process. */
@@ -38,6 +49,7 @@ export function createServiceHub(config: PlatformConfig): ServiceHub {
   const provided: Provided = {};
   const revocations = createRevocationSet();
   let feed: Promise<RevocationFeed> | undefined;
+  let followed: RevocationFeed | undefined;
   const local = new Map<ServiceName, () => Promise<ServiceReadiness>>();
   let http: HttpClients | undefined;
   const remote = () =>
@@ -70,9 +82,11 @@ export function createServiceHub(config: PlatformConfig): ServiceHub {
     verifier: accessTokenVerifier(config, () => provided.verificationKeys, revocations),
     revocations,
     followRevocations: async (deps) => {
-      feed ??= startRevocationFeed({ set: revocations, cache: deps.cache, bus: deps.bus, logger: deps.logger });
-      await feed;
+      const source = provided.liveRevocations ?? busRevocationSource(deps.bus);
+      feed ??= startRevocationFeed({ set: revocations, source, bus: deps.bus, logger: deps.logger });
+      followed = await feed;
     },
+    revocationsCheck: revocationsCheck(() => followed),
     clients,
     provide: (more) => Object.assign(provided, more),
     addLocal: (name, readiness) => local.set(name, readiness),
@@ -83,17 +97,19 @@ export function createServiceHub(config: PlatformConfig): ServiceHub {
   };
 }
 
-function checksOf(service: Service, deps: Dependencies): Record<string, DependencyCheck> {
-  return Object.fromEntries(
-    service.checks.map((name) => [name, name === 'database' ? databaseCheck(deps.database) : cacheCheck(deps.cache)]),
-  );
+function checksOf(service: Service, deps: Dependencies, hub: ServiceHub): Record<string, DependencyCheck> {
+  return {
+    ...Object.fromEntries(service.checks.map((name) => [name, name === 'database' ? databaseCheck(deps.database) : cacheCheck(deps.cache)])),
+    revocations: hub.revocationsCheck,
+  };
 }
 
 /**
  * Mounts one service on `app`: applies its migrations, starts its outbox relay, and registers
  * its routes in their own encapsulated context. The relay stops when the app closes. The checks
  * its routes add join its readiness report, `checks` (its own by default), and `processChecks`,
- * the probe of a process that runs it beside others.
+ * the probe of a process that runs it beside others. The caller then starts the hub's
+ * revocation feed (`followRevocations`), once every service of the process is mounted.
  */
 export async function mountService(
   app: App,
@@ -106,7 +122,6 @@ export async function mountService(
   if (service.migrations) {
     await migrate(deps.database, { schema: service.name, directory: service.migrations, logger: deps.logger });
   }
-  await hub.followRevocations(deps);
   const relay = service.outbox ? startOutboxRelay({ database: deps.database, bus: deps.bus, schema: service.name, logger: deps.logger }) : undefined;
   if (relay) {
     const untrack = trackOutboxBacklog(service.name, () => outboxBacklog(deps.database, service.name));
@@ -115,7 +130,7 @@ export async function mountService(
       await relay.stop();
     });
   }
-  const checks = readiness.checks ?? checksOf(service, deps);
+  const checks = readiness.checks ?? checksOf(service, deps, hub);
   hub.addLocal(service.name, () => readinessOf(service.name, checks));
   const addReadinessCheck = (name: string, check: DependencyCheck) => {
     checks[name] = check;
@@ -156,9 +171,10 @@ export async function buildServiceApp(service: Service, deps: Dependencies, opti
     metrics: deps.config.METRICS === 'on',
   });
   if (!options.hub) app.addHook('onClose', () => hub.close());
-  const checks = checksOf(service, deps);
+  const checks = checksOf(service, deps, hub);
   await healthRoutes(app, { service: service.name, version: RELEASE_VERSION, checks });
   await mountService(app, service, deps, hub, 'standalone', { checks });
+  await hub.followRevocations(deps);
   return app;
 }
 
@@ -189,11 +205,18 @@ export async function buildPlatformApp(services: readonly Service[], deps: Depen
     corsOrigins: deps.config.CORS_ORIGINS,
   });
   app.addHook('onClose', () => hub.close());
-  // The process's probe: its database and cache, and what each service adds (sso's signing
-  // key and bootstrap admin), so it is ready only once every documented flow can be served.
-  const processChecks: Record<string, DependencyCheck> = { database: databaseCheck(deps.database), cache: cacheCheck(deps.cache) };
+  // The process's probe: its database and cache, the revocations it knows, and what each
+  // service adds (sso's signing key and bootstrap admin), so it is ready only once every
+  // documented flow can be served.
+  const processChecks: Record<string, DependencyCheck> = {
+    database: databaseCheck(deps.database),
+    cache: cacheCheck(deps.cache),
+    revocations: hub.revocationsCheck,
+  };
   await healthRoutes(app, { service: 'platform', version: RELEASE_VERSION, checks: processChecks });
   for (const service of services) await mountService(app, service, deps, hub, 'all-in-one', { processChecks });
+  // After the services: sso, mounted above, provides its record of revocations in process.
+  await hub.followRevocations(deps);
   if (options.edge) await options.edge(app);
   return app;
 }

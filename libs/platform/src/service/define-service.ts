@@ -1,6 +1,7 @@
 import type { CredentialsClient, IdentityClient, ServiceClients, ServiceName } from '@app/contracts';
 import type { JWTVerifyGetKey } from 'jose';
 import type { TokenVerifier } from '../auth/auth.js';
+import type { RevocationSource } from '../auth/revocations.js';
 import type { Bus } from '../bus/bus.js';
 import type { Cache } from '../cache/cache.js';
 import type { ConfigKey, PlatformConfig } from '../config.js';
@@ -48,6 +49,8 @@ export interface Provided {
   verificationKeys?: JWTVerifyGetKey;
   /** sso's short-lived system token, for the calls its HTTP clients make on its own behalf. */
   systemToken?: () => Promise<string>;
+  /** sso's record of live revocations: the process's verifier seeds from it, no bus round trip. */
+  liveRevocations?: RevocationSource;
 }
 
 /** A service, declared once; the kit runs it alone (`runService`) or beside the others (`buildPlatformApp`). */

@@ -1,4 +1,5 @@
-import { enqueueEvent } from '@app/platform';
+import { revocationSubject, type LiveRevocationsPage, type LiveRevocationsRequest, type RevocationEvent } from '@app/contracts';
+import { enqueueEvent, type RawExecutor } from '@app/platform';
 import { Prisma, type PrismaClient } from '../generated/prisma/client.js';
 
 /** sso's Postgres schema, where its outbox lives. */
@@ -48,19 +49,35 @@ export interface RefreshTokenRepository {
   /** The family of a token by its hash, whatever its state. */
   familyOf(tokenHash: string): Promise<string | undefined>;
   /**
-   * Revokes the refresh tokens `which` names and, in the same transaction, writes the events
-   * `announce` makes of the families that had a token issued since `issuedSince` (those whose
-   * access tokens may still be live) into sso's outbox. Answers how many tokens it revoked.
+   * Revokes the refresh tokens `which` names and, in the same transaction, records the
+   * revocations `announce` makes of the families that had a token issued since `issuedSince`
+   * (those whose access tokens may still be live): see `record`. Answers how many tokens it revoked.
    */
-  revoke(which: RevokedSessions, now: Date, issuedSince: Date, announce: (familyIds: string[]) => OutboxEvent[]): Promise<number>;
-  /** Writes events into sso's outbox (committed together). */
-  publish(events: OutboxEvent[]): Promise<void>;
+  revoke(which: RevokedSessions, now: Date, issuedSince: Date, announce: (familyIds: string[]) => RevocationEvent[]): Promise<number>;
+  /** Records revocations (sso's `revocation` table) and writes their events into sso's outbox, all in one transaction. */
+  record(events: RevocationEvent[]): Promise<void>;
+  /** A page of the revocations live at `nowSeconds`, in (kind, id) order after `request.after`. */
+  liveRevocations(request: LiveRevocationsRequest, nowSeconds: number, limit: number): Promise<LiveRevocationsPage>;
+  /** Deletes the revocations expired at `nowSeconds`; answers how many. */
+  pruneRevocations(nowSeconds: number): Promise<number>;
 }
 
-/** An event for sso's outbox. */
-export interface OutboxEvent {
-  subject: string;
-  payload: unknown;
+/**
+ * One revocation in the caller's transaction: its row (a later revocation of the same session,
+ * identity or API key only moves the cut-off and expiry later) and its event in the outbox.
+ */
+async function recordRevocation(tx: RawExecutor, event: RevocationEvent): Promise<void> {
+  await tx.$executeRawUnsafe(
+    `insert into "sso"."revocation" (kind, id, issued_before, expires_at) values ($1, $2, $3, $4)
+     on conflict (kind, id) do update set
+       issued_before = greatest("revocation".issued_before, excluded.issued_before),
+       expires_at = greatest("revocation".expires_at, excluded.expires_at)`,
+    event.kind,
+    event.id,
+    event.issuedBefore ?? null,
+    event.expiresAt,
+  );
+  await enqueueEvent(tx, SSO_SCHEMA, revocationSubject(event.kind), event);
 }
 
 export function createRefreshTokenRepository(prisma: PrismaClient): RefreshTokenRepository {
@@ -116,12 +133,31 @@ export function createRefreshTokenRepository(prisma: PrismaClient): RefreshToken
           WHERE ${where} AND "revoked_at" IS NULL
           RETURNING "family_id", "created_at"`;
         const live = [...new Set(rows.filter((row) => row.created_at >= issuedSince).map((row) => row.family_id))];
-        for (const event of announce(live)) await enqueueEvent(tx, SSO_SCHEMA, event.subject, event.payload);
+        for (const event of announce(live)) await recordRevocation(tx, event);
         return rows.length;
       }),
-    publish: (events) =>
+    record: (events) =>
       prisma.$transaction(async (tx) => {
-        for (const event of events) await enqueueEvent(tx, SSO_SCHEMA, event.subject, event.payload);
+        for (const event of events) await recordRevocation(tx, event);
       }),
+    liveRevocations: async ({ after }, nowSeconds, limit) => {
+      const position = after ? Prisma.sql`AND ("kind", "id") > (${after.kind}, ${after.id})` : Prisma.empty;
+      // One more than a page: whether another follows, without a count.
+      const rows = await prisma.$queryRaw<{ kind: RevocationEvent['kind']; id: string; issued_before: bigint | null; expires_at: bigint }[]>`
+        SELECT "kind", "id", "issued_before", "expires_at" FROM "sso"."revocation"
+        WHERE "expires_at" > ${nowSeconds} ${position}
+        ORDER BY "kind", "id" LIMIT ${limit + 1}`;
+      const revocations = rows.slice(0, limit).map(
+        (row): RevocationEvent => ({
+          kind: row.kind,
+          id: row.id,
+          ...(row.issued_before === null ? {} : { issuedBefore: Number(row.issued_before) }),
+          expiresAt: Number(row.expires_at),
+        }),
+      );
+      const last = revocations.at(-1);
+      return rows.length > limit && last ? { revocations, next: { kind: last.kind, id: last.id } } : { revocations };
+    },
+    pruneRevocations: (nowSeconds) => prisma.$executeRaw`DELETE FROM "sso"."revocation" WHERE "expires_at" <= ${nowSeconds}`,
   };
 }
