@@ -31,12 +31,47 @@ describe.each(caches)('record cache over %s', (_kind, open) => {
     const cache = await open();
     const records = createRecordCache({ cache, domain: 'thing', ttlSeconds: 600, logger: silentLogger() });
     let release!: () => void;
-    const slow = records.record('2', () => new Promise<string>((resolve) => (release = () => resolve('old'))));
-    await new Promise((resolve) => setTimeout(resolve, 10));
+    let started!: () => void;
+    const loading = new Promise<void>((resolve) => (started = resolve));
+    const slow = records.record('2', () => new Promise<string>((resolve) => ((release = () => resolve('old')), started())));
+    await loading;
     await records.invalidate('2');
     release();
     expect(await slow).toBe('old');
     expect(await records.record('2', async () => 'new')).toBe('new');
+    await cache.close();
+  });
+
+  it('does not store a read that began before another replica invalidated the record', async () => {
+    const cache = await open();
+    // Two record caches on one cache: two replicas of the service.
+    const [reader, writer] = [0, 1].map(() => createRecordCache({ cache, domain: 'thing', ttlSeconds: 600, logger: silentLogger() }));
+    let release!: () => void;
+    let started!: () => void;
+    const loading = new Promise<void>((resolve) => (started = resolve));
+    const slow = reader!.record('3', () => new Promise<string>((resolve) => ((release = () => resolve('old')), started())));
+    await loading;
+    // The writer committed the change, dropped the key and answered.
+    await writer!.invalidate('3');
+    release();
+    expect(await slow).toBe('old');
+    expect(await writer!.record('3', async () => 'new')).toBe('new');
+    expect(await reader!.record('3', async () => 'newer')).toBe('new');
+    await cache.close();
+  });
+
+  it('does not store a list page loaded before another replica\'s invalidation', async () => {
+    const cache = await open();
+    const [reader, writer] = [0, 1].map(() => createRecordCache({ cache, domain: 'thing', ttlSeconds: 600, logger: silentLogger() }));
+    let release!: () => void;
+    let started!: () => void;
+    const loading = new Promise<void>((resolve) => (started = resolve));
+    const slow = reader!.list('q', () => new Promise((resolve) => ((release = () => resolve({ body: '[old]', size: 1, hasMore: false })), started())));
+    await loading;
+    await writer!.invalidate('any');
+    release();
+    expect((await slow).body).toBe('[old]');
+    expect((await reader!.list('q', async () => ({ body: '[new]', size: 1, hasMore: false }))).body).toBe('[new]');
     await cache.close();
   });
 
