@@ -63,7 +63,8 @@ export function createCacheAside(options: CacheAsideOptions): CacheAside {
     logger.info({ cache: name }, 'cache answers again');
   };
 
-  const pending = new Set<string>();
+  /** Queued deletes: key -> when it was (last) queued; a new object each time. */
+  const pending = new Map<string, { at: number }>();
   let overflowLogged = false;
   let flushing: Promise<boolean> | undefined;
   let retryTimer: NodeJS.Timeout | undefined;
@@ -75,13 +76,20 @@ export function createCacheAside(options: CacheAsideOptions): CacheAside {
     }, RETRY_INTERVAL_MS);
     retryTimer.unref();
   };
-  /** Sends the queued deletes (one at a time for all callers); true once none is left. */
+  /**
+   * Sends the queued deletes (one at a time for all callers); true once none is left. A delete
+   * queued longer than the TTL is moot, the value it was for has expired: it is given up, so a
+   * cache that never comes back (or was closed) is not retried for ever.
+   */
   const flush = (): Promise<boolean> =>
     (flushing ??= (async () => {
-      const keys = [...pending];
+      const expired = Date.now() - ttlSeconds * 1000;
+      for (const [key, queued] of pending) if (queued.at < expired) pending.delete(key);
+      const sent = [...pending];
       try {
-        await cache.delete(...keys);
-        for (const key of keys) pending.delete(key);
+        await cache.delete(...sent.map(([key]) => key));
+        // A key queued again meanwhile stays: its delete may have been meant after this one.
+        for (const [key, queued] of sent) if (pending.get(key) === queued) pending.delete(key);
         markUp();
       } catch (error) {
         markDown(error);
@@ -94,7 +102,7 @@ export function createCacheAside(options: CacheAsideOptions): CacheAside {
     })());
   const queue = (keys: readonly string[]) => {
     for (const key of keys) {
-      if (pending.size < MAX_PENDING_INVALIDATIONS || pending.has(key)) pending.add(key);
+      if (pending.size < MAX_PENDING_INVALIDATIONS || pending.has(key)) pending.set(key, { at: Date.now() });
       else if (!overflowLogged) {
         overflowLogged = true;
         logger.warn({ cache: name }, 'too many invalidations queued while the cache is down; some values may be served stale until their TTL');
