@@ -4,8 +4,9 @@
 // write on both replicas and may have filled a cache with what they read before it committed.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { startSplit, type SplitCluster } from '@app/split';
-import { createTestDatabase, REAL, readJson, type Json } from '@app/testing';
+import type { SplitCluster } from '@app/split';
+import { openTestDependencies, REAL, readJson, type Json } from '@app/testing';
+import { startReplicas, type TestDependencies } from '../support/replicas.js';
 
 const real = REAL.databaseUrl && REAL.redisUrl && REAL.natsUrl ? REAL : undefined;
 
@@ -39,7 +40,7 @@ interface Kind {
 }
 
 (real ? describe : describe.skip)('read-your-writes, 2 replicas of every service, on the real servers', () => {
-  let db: { url: string; drop(): Promise<void> };
+  let deps: TestDependencies;
   let cluster: SplitCluster;
   const admin = { email: `admin-${randomUUID()}@example.com`, password: randomBytes(18).toString('base64url') };
   const output: string[] = [];
@@ -47,18 +48,10 @@ interface Kind {
   let auth: Record<string, string>;
 
   beforeAll(async () => {
-    db = await createTestDatabase(real!.databaseUrl!);
-    cluster = await startSplit({
-      replicas: 2,
-      port: 0,
+    deps = await openTestDependencies('real');
+    cluster = await startReplicas(deps, {
       output: (name, line) => void output.push(`[${name}] ${line}`),
       env: {
-        PATH: process.env.PATH,
-        DATABASE_URL: db.url,
-        REDIS_URL: real!.redisUrl,
-        NATS_URL: real!.natsUrl,
-        LOG_LEVEL: 'warn',
-        CACHE_KEY_PREFIX: `ryw:${randomUUID().slice(0, 8)}:`,
         BOOTSTRAP_ADMIN_EMAIL: admin.email,
         BOOTSTRAP_ADMIN_PASSWORD: admin.password,
         // The identities below are sign-ups from one address.
@@ -85,7 +78,7 @@ interface Kind {
   afterAll(async () => {
     if (figures.length) console.log(`read-your-writes, 2 replicas of every service:\n${figures.map((line) => `- ${line}`).join('\n')}`);
     await cluster?.stop();
-    await db?.drop();
+    await deps?.dispose();
   }, 60_000);
 
   /** A JSON request that must answer `expected`; its body. */

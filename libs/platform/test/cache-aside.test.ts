@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
-import { createCacheAside, createMemoryCache, createRedisCache, type Cache } from '@app/platform';
-import { eventually, REAL, silentLogger, startFaultProxy } from '@app/testing';
+import { createCacheAside, createMemoryCache, createRedisCache, type Cache, type CacheAside } from '@app/platform';
+import { eventually, REAL, silentLogger, startFaultProxy, type FaultProxy } from '@app/testing';
 
 /** A load that answers only when released, and says when it started. */
 function gatedLoad(value: string) {
@@ -24,7 +24,7 @@ if (REAL.redisUrl) caches.push(['redis', () => createRedisCache({ url: REAL.redi
 
 // Two cache-asides on one cache stand for two replicas of one service.
 describe.each(caches)('cache-aside over %s, two processes', (_kind, open) => {
-  const replicas = (cache: Cache) => [0, 1].map(() => createCacheAside({ cache, ttlSeconds: 60, logger: silentLogger(), name: 'test' })) as [ReturnType<typeof createCacheAside>, ReturnType<typeof createCacheAside>];
+  const replicas = (cache: Cache) => [0, 1].map(() => createCacheAside({ cache, ttlSeconds: 60, logger: silentLogger(), name: 'test' })) as [CacheAside, CacheAside];
 
   it('does not store what a miss loaded before another process invalidated the key', async () => {
     const cache = await open();
@@ -83,15 +83,26 @@ describe.each(caches)('cache-aside over %s, two processes', (_kind, open) => {
   const redisUrl = REAL.redisUrl ?? 'redis://127.0.0.1:6379';
   const target = { host: new URL(redisUrl).hostname, port: Number(new URL(redisUrl).port || 6379) };
 
-  it('reads the database, then sends the invalidation it could not before serving from the cache again, and without being asked', async () => {
+  /**
+   * A writer that reaches Redis through a proxy the test cuts, and another replica that reaches
+   * it directly: the writer's invalidation is lost while the other still reads the old value.
+   */
+  const partitioned = async (run: (writer: CacheAside, other: CacheAside, otherCache: Cache, proxy: FaultProxy) => Promise<void>) => {
     const prefix = `test:${randomUUID()}:`;
     const proxy = await startFaultProxy(target);
-    // The writer reaches Redis through the proxy; the other replica directly.
     const writerCache = await createRedisCache({ url: proxy.url(redisUrl), logger: silentLogger(), keyPrefix: prefix });
     const otherCache = await createRedisCache({ url: redisUrl, logger: silentLogger(), keyPrefix: prefix });
     try {
-      const writer = createCacheAside({ cache: writerCache, ttlSeconds: 60, logger: silentLogger(), name: 'test' });
-      const other = createCacheAside({ cache: otherCache, ttlSeconds: 60, logger: silentLogger(), name: 'test' });
+      const aside = (cache: Cache) => createCacheAside({ cache, ttlSeconds: 60, logger: silentLogger(), name: 'test' });
+      await run(aside(writerCache), aside(otherCache), otherCache, proxy);
+    } finally {
+      await Promise.all([writerCache.close(), otherCache.close()]);
+      await proxy.close();
+    }
+  };
+
+  it('reads the database, then sends the invalidation it could not before serving from the cache again', () =>
+    partitioned(async (writer, other, otherCache, proxy) => {
       expect(await other.read('k', async () => 'v1')).toBe('v1');
       expect(await writer.read('k', async () => 'unused')).toBe('v1');
       proxy.cut();
@@ -105,29 +116,15 @@ describe.each(caches)('cache-aside over %s, two processes', (_kind, open) => {
       // ...and the other replica no longer finds v1 either.
       expect(await eventually(async () => (await otherCache.readStamped('k', 60)).value !== 'v1', 10_000)).toBe(true);
       expect(await other.read('k', async () => 'v2')).toBe('v2');
-    } finally {
-      await Promise.all([writerCache.close(), otherCache.close()]);
-      await proxy.close();
-    }
-  }, 60_000);
+    }), 60_000);
 
-  it('retries the queued invalidation in the background, with no read in the writer', async () => {
-    const prefix = `test:${randomUUID()}:`;
-    const proxy = await startFaultProxy(target);
-    const writerCache = await createRedisCache({ url: proxy.url(redisUrl), logger: silentLogger(), keyPrefix: prefix });
-    const otherCache = await createRedisCache({ url: redisUrl, logger: silentLogger(), keyPrefix: prefix });
-    try {
-      const writer = createCacheAside({ cache: writerCache, ttlSeconds: 60, logger: silentLogger(), name: 'test' });
-      const other = createCacheAside({ cache: otherCache, ttlSeconds: 60, logger: silentLogger(), name: 'test' });
+  it('retries the queued invalidation in the background, with no read in the writer', () =>
+    partitioned(async (writer, other, otherCache, proxy) => {
       expect(await other.read('k', async () => 'v1')).toBe('v1');
       proxy.cut();
       await writer.invalidate('k');
       proxy.restore();
       expect(await eventually(async () => (await otherCache.readStamped('k', 60)).value === null, 10_000)).toBe(true);
       expect(await other.read('k', async () => 'v2')).toBe('v2');
-    } finally {
-      await Promise.all([writerCache.close(), otherCache.close()]);
-      await proxy.close();
-    }
-  }, 60_000);
+    }), 60_000);
 });
