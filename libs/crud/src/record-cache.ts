@@ -1,4 +1,4 @@
-import { defineCounter, type Cache, type Logger } from '@app/platform';
+import { createCacheAside, defineCounter, type Cache, type Logger } from '@app/platform';
 
 /** One page of a list, as cached: the JSON body and what the Link and Content-Range headers need. */
 export interface ListPage {
@@ -12,18 +12,19 @@ export interface ListPage {
 }
 
 /**
- * Cache-aside for one domain (see DESIGN "Cache"). A record lives under its own key; list
- * pages live under a key per normalized query *and* the domain's generation number, so a
- * change makes every cached page unreachable with one INCR (old pages expire by TTL) instead
- * of a SCAN. Concurrent misses on one key share one database read. The cache fails open:
- * when it cannot answer, reads and writes go to the database and the outage is logged once.
+ * Cache-aside for one domain (see DESIGN "Cache"), on the platform's `createCacheAside`: a
+ * read after an answered write sees it in every replica, also when reads raced the write. A
+ * record lives under its own key; list pages live under a key per normalized query *and*
+ * the stamp of the domain's generation key, so deleting that key makes every cached page
+ * unreachable at once (old pages expire by TTL) instead of a SCAN. Concurrent misses on one
+ * key share one database read. The cache fails open.
  */
 export interface RecordCache {
   /** The record's JSON (an array of one), from the cache or `load`; null when there is no such record. */
   record(id: string, load: () => Promise<string | null>): Promise<string | null>;
   /** A list page for the normalized query, from the cache or `load`. */
   list(normalizedQuery: string, load: () => Promise<ListPage>): Promise<ListPage>;
-  /** After a committed change: bumps the generation (drops every list page) and drops the record's key. */
+  /** After a committed change, before it is answered: drops the record's key and every list page. */
   invalidate(id: string): Promise<void>;
 }
 
@@ -34,13 +35,6 @@ export interface RecordCacheOptions {
   ttlSeconds: number;
   logger: Logger;
 }
-
-/**
- * Invalidations that failed while the cache was down, retried when it answers again. Past
- * this many distinct records only the generation bump is retried: a record key not dropped
- * then lives out its TTL.
- */
-const MAX_PENDING_INVALIDATIONS = 10_000;
 
 /** Reads by id and list pages answered from the cache (hit) or the database (miss, also while the cache is down). */
 const cacheLookups = defineCounter({
@@ -62,68 +56,7 @@ export function createRecordCache(options: RecordCacheOptions): RecordCache {
     return { record: (_id, load) => load(), list: (_query, load) => load(), invalidate: async () => undefined };
   }
 
-  let down = false;
-  const pending = new Set<string>();
-  let generationStale = false;
-  let overflowLogged = false;
-
-  const markDown = (error: unknown) => {
-    if (down) return;
-    down = true;
-    logger.warn({ err: error, domain }, 'cache unavailable: serving from the database until it answers again');
-  };
-  const markUp = () => {
-    if (!down) return;
-    down = false;
-    logger.info({ domain }, 'cache answers again');
-    void retryInvalidations();
-  };
-  /** Runs a cache call; any failure counts as a miss (reads) or is queued (invalidations). */
-  const failOpen = async <T>(operation: () => Promise<T>, fallback: T): Promise<T> => {
-    try {
-      const result = await operation();
-      markUp();
-      return result;
-    } catch (error) {
-      markDown(error);
-      return fallback;
-    }
-  };
-
-  const retryInvalidations = async () => {
-    if (!generationStale && pending.size === 0) return;
-    const ids = [...pending];
-    pending.clear();
-    generationStale = false;
-    try {
-      await cache.increment(generationKey);
-      if (ids.length > 0) await cache.delete(...ids.map(recordKey));
-    } catch (error) {
-      generationStale = true;
-      for (const id of ids) pending.add(id);
-      markDown(error);
-    }
-  };
-
-  // Misses in flight, by cache key. `version` counts local invalidations: a load that began
-  // before one must not write what it read back into the cache.
-  const flights = new Map<string, Promise<unknown>>();
-  let version = 0;
-  const shareMiss = <T>(key: string, load: () => Promise<T>, store: (value: T) => Promise<void>): Promise<T> => {
-    const current = flights.get(key);
-    if (current) return current as Promise<T>;
-    const startedAt = version;
-    const run = async () => {
-      const value = await load();
-      if (version === startedAt) await store(value);
-      return value;
-    };
-    const flight = run().finally(() => {
-      if (flights.get(key) === flight) flights.delete(key);
-    });
-    flights.set(key, flight);
-    return flight;
-  };
+  const aside = createCacheAside({ cache, ttlSeconds, logger, name: domain, onHit: () => hit.inc(), onMiss: () => miss.inc() });
 
   const encodePage = (page: ListPage) => `${page.size}|${page.hasMore ? 1 : 0}|${page.total ?? ''}\n${page.body}`;
   const decodePage = (value: string): ListPage | null => {
@@ -134,54 +67,20 @@ export function createRecordCache(options: RecordCacheOptions): RecordCache {
   };
 
   return {
-    record: async (id, load) => {
-      const key = recordKey(id);
-      const cached = await failOpen(() => cache.get(key), null);
-      if (cached !== null) {
-        hit.inc();
-        return cached;
-      }
-      miss.inc();
-      return shareMiss(key, load, async (value) => {
-        if (value !== null) await failOpen(() => cache.set(key, value, ttlSeconds), undefined);
-      });
-    },
+    record: (id, load) => aside.read(recordKey(id), load),
 
     list: async (normalizedQuery, load) => {
-      const generation = await failOpen(() => cache.get(generationKey), null);
+      const generation = await aside.stamp(generationKey);
       // Without a readable generation a cached page could be stale: read the database.
-      if (down) {
+      if (generation === undefined) {
         miss.inc();
         return load();
       }
-      const key = `${prefix}:list:${generation ?? '0'}:${normalizedQuery}`;
-      const cached = await failOpen(() => cache.get(key), null);
-      const page = cached === null ? null : decodePage(cached);
-      if (page) {
-        hit.inc();
-        return page;
-      }
-      miss.inc();
-      return shareMiss(key, load, async (value) => {
-        await failOpen(() => cache.set(key, encodePage(value), ttlSeconds), undefined);
-      });
+      const value = await aside.read(`${prefix}:list:${generation}:${normalizedQuery}`, async () => encodePage(await load()));
+      // `load` never answers null, and only what encodePage made is stored: always a page.
+      return decodePage(value!) ?? load();
     },
 
-    invalidate: async (id) => {
-      version += 1;
-      flights.delete(recordKey(id));
-      try {
-        await Promise.all([cache.increment(generationKey), cache.delete(recordKey(id))]);
-        markUp();
-      } catch (error) {
-        markDown(error);
-        generationStale = true;
-        if (pending.size < MAX_PENDING_INVALIDATIONS) pending.add(id);
-        else if (!overflowLogged) {
-          overflowLogged = true;
-          logger.warn({ domain }, 'too many invalidations queued while the cache is down; some records may be served stale until their TTL');
-        }
-      }
-    },
+    invalidate: (id) => aside.invalidate(generationKey, recordKey(id)),
   };
 }

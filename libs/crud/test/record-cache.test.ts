@@ -9,6 +9,15 @@ if (REAL.redisUrl) {
   caches.push(['redis', () => createRedisCache({ url: REAL.redisUrl!, logger: silentLogger(), keyPrefix: `test:${randomUUID()}:` })]);
 }
 
+/** A load held until `release`, and a promise that it has started (so its stamp was read). */
+function heldLoad<T>(value: T) {
+  let release!: () => void;
+  let started!: () => void;
+  const loading = new Promise<void>((resolve) => (started = resolve));
+  const load = () => new Promise<T>((resolve) => ((release = () => resolve(value)), started()));
+  return { load, loading, release: () => release() };
+}
+
 describe.each(caches)('record cache over %s', (_kind, open) => {
   it('shares one database read among concurrent misses on one key', async () => {
     const cache = await open();
@@ -30,13 +39,42 @@ describe.each(caches)('record cache over %s', (_kind, open) => {
   it('does not store a read that began before an invalidation', async () => {
     const cache = await open();
     const records = createRecordCache({ cache, domain: 'thing', ttlSeconds: 600, logger: silentLogger() });
-    let release!: () => void;
-    const slow = records.record('2', () => new Promise<string>((resolve) => (release = () => resolve('old'))));
-    await new Promise((resolve) => setTimeout(resolve, 10));
+    const held = heldLoad('old');
+    const slow = records.record('2', held.load);
+    await held.loading;
     await records.invalidate('2');
-    release();
+    held.release();
     expect(await slow).toBe('old');
     expect(await records.record('2', async () => 'new')).toBe('new');
+    await cache.close();
+  });
+
+  it('does not store a read that began before another replica invalidated the record', async () => {
+    const cache = await open();
+    // Two record caches on one cache: two replicas of the service.
+    const [reader, writer] = [0, 1].map(() => createRecordCache({ cache, domain: 'thing', ttlSeconds: 600, logger: silentLogger() }));
+    const held = heldLoad('old');
+    const slow = reader!.record('3', held.load);
+    await held.loading;
+    // The writer committed the change, dropped the key and answered.
+    await writer!.invalidate('3');
+    held.release();
+    expect(await slow).toBe('old');
+    expect(await writer!.record('3', async () => 'new')).toBe('new');
+    expect(await reader!.record('3', async () => 'newer')).toBe('new');
+    await cache.close();
+  });
+
+  it('does not store a list page loaded before another replica\'s invalidation', async () => {
+    const cache = await open();
+    const [reader, writer] = [0, 1].map(() => createRecordCache({ cache, domain: 'thing', ttlSeconds: 600, logger: silentLogger() }));
+    const held = heldLoad({ body: '[old]', size: 1, hasMore: false });
+    const slow = reader!.list('q', held.load);
+    await held.loading;
+    await writer!.invalidate('any');
+    held.release();
+    expect((await slow).body).toBe('[old]');
+    expect((await reader!.list('q', async () => ({ body: '[new]', size: 1, hasMore: false }))).body).toBe('[new]');
     await cache.close();
   });
 

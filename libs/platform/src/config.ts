@@ -106,13 +106,6 @@ const configShape = z.object({
   /** Entries the in-process cache holds before it evicts the least recently used. */
   CACHE_MAX_ENTRIES: positiveInt('a whole number of entries, at least 1').default(10_000),
   /**
-   * With REDIS_URL: entries of the process-local tier in front of Redis, which Redis keeps
-   * coherent by telling each process which keys changed (client-side caching); a read it
-   * holds never leaves the process. 0 turns it off (every read goes to Redis).
-   */
-  CACHE_LOCAL_ENTRIES: wholeNumber('a whole number of entries, 0 or more', 0)
-    .default(10_000),
-  /**
    * The nice value (0-19) of libuv's thread pool threads, which hash passwords (argon2id),
    * compress, sign and do file I/O: above the event loop's 0, CPU-heavy work there takes the
    * cores the loop leaves. Off (0) by default: on a machine busy with other processes a high
@@ -387,7 +380,6 @@ export const SHARED_CONFIG: readonly ConfigKey[] = [
   'DATA_DIR',
   'REDIS_URL',
   'CACHE_MAX_ENTRIES',
-  'CACHE_LOCAL_ENTRIES',
   'CACHE_KEY_PREFIX',
   'THREADPOOL_NICE',
   'NATS_URL',

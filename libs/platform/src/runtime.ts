@@ -45,7 +45,6 @@ export async function openDependencies(
         url: config.REDIS_URL,
         logger,
         keyPrefix: (config.CACHE_KEY_PREFIX ?? '') + (options.cacheKeyPrefix ?? '') || undefined,
-        localEntries: config.CACHE_LOCAL_ENTRIES,
       })
     : createMemoryCache({ maxEntries: config.CACHE_MAX_ENTRIES });
   const bus = config.NATS_URL

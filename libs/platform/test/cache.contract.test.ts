@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createMemoryCache, createRedisCache, type Cache } from '@app/platform';
-import { eventually, REAL, silentLogger, startFaultProxy } from '@app/testing';
+import { REAL, silentLogger } from '@app/testing';
 
 /** The contract every cache adapter passes; the crud kit and sso rely on exactly this. */
 function cacheContract(name: string, open: () => Promise<Cache>) {
@@ -76,6 +75,39 @@ function cacheContract(name: string, open: () => Promise<Cache>) {
       expect((await cache.liveMembers(k)).sort()).toEqual(['long', 'renewed']);
     });
 
+    it('gives a key without a stamp a fresh one, the same to every concurrent reader, until the key is deleted', async () => {
+      const k = key('stamp');
+      const reads = await Promise.all(Array.from({ length: 20 }, () => cache.readStamped(k, 60)));
+      expect(new Set(reads.map((read) => read.stamp)).size).toBe(1);
+      expect(reads.every((read) => read.value === null)).toBe(true);
+      expect((await cache.readStamped(k, 60)).stamp).toBe(reads[0]!.stamp);
+      await cache.delete(k);
+      expect((await cache.readStamped(k, 60)).stamp).not.toBe(reads[0]!.stamp);
+    });
+
+    it('writes under a stamp only while it is current: a delete in between wins, and no later stamp repeats it', async () => {
+      const k = key('cas');
+      const { stamp } = await cache.readStamped(k, 60);
+      expect(await cache.writeIfStamped(k, stamp, 'v1', 60)).toBe(true);
+      expect(await cache.readStamped(k, 60)).toEqual({ value: 'v1', stamp });
+      await cache.delete(k);
+      const { stamp: next } = await cache.readStamped(k, 60);
+      expect(await cache.writeIfStamped(k, stamp, 'old', 60)).toBe(false);
+      expect(await cache.readStamped(k, 60)).toEqual({ value: null, stamp: next });
+      expect(await cache.writeIfStamped(key('never-read'), stamp, 'old', 60)).toBe(false);
+      expect((await cache.readStamped(key('never-read'), 60)).value).toBeNull();
+    });
+
+    it('expires a stamped value, and its stamp, after the TTL', async () => {
+      const k = key('stamped-ttl');
+      const { stamp } = await cache.readStamped(k, 60);
+      await cache.writeIfStamped(k, stamp, 'soon gone', 1);
+      await new Promise((resolve) => setTimeout(resolve, 1_200));
+      const after = await cache.readStamped(k, 60);
+      expect(after.value).toBeNull();
+      expect(after.stamp).not.toBe(stamp);
+    });
+
     it('answers a ping with its version', async () => {
       const { version } = await cache.ping();
       expect(version).toMatch(name === 'memory' ? /^memory$/ : /^\d+\.\d+/);
@@ -88,99 +120,6 @@ cacheContract('memory', async () => createMemoryCache({ maxEntries: 1_000 }));
 if (REAL.redisUrl) {
   const redisUrl = REAL.redisUrl;
   cacheContract('redis', () => createRedisCache({ url: redisUrl, logger: silentLogger(), keyPrefix: `test:${randomUUID()}:` }));
-  cacheContract('redis with a local tier', () =>
-    createRedisCache({ url: redisUrl, logger: silentLogger(), keyPrefix: `test:${randomUUID()}:`, localEntries: 100 }),
-  );
-
-  describe('redis cache, local tier (client-side caching)', () => {
-    // Two caches on one prefix stand for two processes (replicas) of one platform.
-    const prefix = `test:${randomUUID()}:`;
-    const open = (url = redisUrl) => createRedisCache({ url, logger: silentLogger(), keyPrefix: prefix, localEntries: 100 });
-    const opened: Cache[] = [];
-    const twoProcesses = async () => {
-      const pair = [await open(), await open()] as const;
-      opened.push(...pair);
-      return pair;
-    };
-    /** The GETs Redis receives for `key` (under the prefix) while `run` runs, seen through MONITOR. */
-    const getsReaching = async (key: string, run: () => Promise<void>) => {
-      // A raw MONITOR connection: each command the server runs comes back as one line.
-      const monitor = connect(Number(new URL(redisUrl).port || 6379), new URL(redisUrl).hostname);
-      let seen = '';
-      monitor.on('data', (chunk: Buffer) => (seen += chunk.toString()));
-      await new Promise((resolve) => monitor.once('connect', resolve));
-      monitor.write('MONITOR\r\n');
-      await new Promise<void>((resolve) => {
-        const wait = () => (seen.startsWith('+OK') ? resolve() : setTimeout(wait, 5));
-        wait();
-      });
-      try {
-        await run();
-        // MONITOR reports asynchronously: give the lines time to arrive.
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      } finally {
-        monitor.destroy();
-      }
-      return seen.split('\n').filter((line) => line.toLowerCase().includes(`"get" "${prefix}${key}"`)).length;
-    };
-    afterAll(async () => {
-      await Promise.all(opened.map((cache) => cache.close()));
-    });
-
-    it('keeps what it read in the process: repeated reads reach Redis once', async () => {
-      const [a, b] = await twoProcesses();
-      await b.set('hot', 'v1', 60);
-      // Tracking turns on once the second connection listens; until then every read goes to Redis.
-      expect(await eventually(async () => (await getsReaching('hot', async () => void (await a.get('hot')))) === 0, 5_000)).toBe(true);
-      expect(await getsReaching('hot', async () => {
-        for (let i = 0; i < 20; i++) expect(await a.get('hot')).toBe('v1');
-      })).toBe(0);
-    });
-
-    it('drops its copy when another process changes, deletes or increments the key', async () => {
-      const [a, b] = await twoProcesses();
-      await b.set('shared', 'v1', 60);
-      expect(await eventually(async () => (await getsReaching('shared', async () => void (await a.get('shared')))) === 0, 5_000)).toBe(true);
-      await b.set('shared', 'v2', 60);
-      expect(await eventually(async () => (await a.get('shared')) === 'v2', 1_000)).toBe(true);
-      await b.delete('shared');
-      expect(await eventually(async () => (await a.get('shared')) === null, 1_000)).toBe(true);
-      await b.set('counter', '1', 60);
-      expect(await eventually(async () => (await getsReaching('counter', async () => void (await a.get('counter')))) === 0, 5_000)).toBe(true);
-      await b.increment('counter');
-      expect(await eventually(async () => (await a.get('counter')) === '2', 1_000)).toBe(true);
-    });
-
-    it('sees its own write at once, with no message in between', async () => {
-      const [a] = await twoProcesses();
-      await a.set('own', 'v1', 60);
-      expect(await eventually(async () => (await getsReaching('own', async () => void (await a.get('own')))) === 0, 5_000)).toBe(true);
-      await a.set('own', 'v2', 60);
-      expect(await a.get('own')).toBe('v2');
-      await a.delete('own');
-      expect(await a.get('own')).toBeNull();
-    });
-
-    it('serves nothing it kept once its connection dropped: a change made meanwhile is seen after it reconnects', async () => {
-      const proxy = await startFaultProxy({ host: new URL(redisUrl).hostname, port: Number(new URL(redisUrl).port || 6379) });
-      try {
-        const a = await open(proxy.url(redisUrl));
-        opened.push(a);
-        const [b] = await twoProcesses();
-        await b.set('outage', 'before', 60);
-        expect(await eventually(async () => (await getsReaching('outage', async () => void (await a.get('outage')))) === 0, 5_000)).toBe(true);
-        proxy.cut();
-        // Once `a` knows its connection is gone, it reads nothing (the tier included)...
-        expect(await eventually(async () => a.get('outage').then(() => false, () => true), 5_000)).toBe(true);
-        // ...and a change's invalidation cannot reach it now: it is lost, not delayed.
-        await b.set('outage', 'during', 60);
-        proxy.restore();
-        expect(await eventually(async () => (await a.get('outage').catch(() => null)) === 'during', 5_000)).toBe(true);
-      } finally {
-        await proxy.close();
-      }
-    });
-  });
 }
 
 describe('memory cache', () => {

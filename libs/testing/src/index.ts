@@ -97,7 +97,7 @@ export async function openTestDependencies(
   const config = testConfig({ DATABASE_URL: testDb.url, REDIS_URL: REAL.redisUrl, NATS_URL: REAL.natsUrl, ...overrides });
   const database = openPostgres({ url: testDb.url, poolMax: 5, logger });
   const cacheKeyPrefix = `test:${run}:`;
-  const cache = await createRedisCache({ url: REAL.redisUrl, logger, keyPrefix: cacheKeyPrefix, localEntries: config.CACHE_LOCAL_ENTRIES });
+  const cache = await createRedisCache({ url: REAL.redisUrl, logger, keyPrefix: cacheKeyPrefix });
   const natsStream = `TEST_${run.toUpperCase()}`;
   const bus = await createNatsBus({ servers: REAL.natsUrl, logger, stream: natsStream, deleteStreamOnClose: true });
   return {

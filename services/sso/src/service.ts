@@ -118,7 +118,7 @@ export function createSsoService(options: SsoOptions = {}): Service {
       app.addHook('onClose', () => grantCache.stop());
       const throttle = createLoginThrottle(cache, logger);
       const trustedProxies = parseTrustedProxies(config.TRUST_PROXY);
-      const oauthClients = createClientService(createClientRepository(prisma));
+      const oauthClients = createClientService(createClientRepository(prisma), { cache, logger });
       const browserRepository = createBrowserSignInRepository(prisma);
       // Sign-in through Google and GitHub, for the configured ones: the login page offers each.
       const federation = createFederation({ config, cache, identities: clients.identity, credentials: clients.credentials, logger });

@@ -6,7 +6,21 @@ export interface Cache {
   readonly kind: 'redis' | 'memory';
   get(key: string): Promise<string | null>;
   set(key: string, value: string, ttlSeconds: number): Promise<void>;
+  /** Drops the keys; a stamped key's stamp goes too, so no write under an older stamp lands (see readStamped). */
   delete(...keys: string[]): Promise<void>;
+  /**
+   * The value at a stamped key and its stamp, in one round trip. A key without a stamp (never
+   * read, deleted or expired) gets a fresh random one, which lives `ttlSeconds`. The building
+   * block of cache-aside reads that hold across processes: see `writeIfStamped`.
+   */
+  readStamped(key: string, ttlSeconds: number): Promise<{ value: string | null; stamp: string }>;
+  /**
+   * Stores `value` at a stamped key for `ttlSeconds`, atomically, only while its stamp is
+   * still `stamp`; true when it did. A reader that missed, loaded the value and stores it this
+   * way never stores over a `delete` made after its read: the delete took the stamp, and stamps
+   * are random, so one made later never equals it.
+   */
+  writeIfStamped(key: string, stamp: string, value: string, ttlSeconds: number): Promise<boolean>;
   /** Atomically adds one to a counter (created at 1) and returns the new value. */
   increment(key: string): Promise<number>;
   /**

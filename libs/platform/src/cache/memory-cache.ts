@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { Cache } from './cache.js';
 
@@ -27,6 +28,8 @@ function lazyLru<V extends NonNullable<unknown>>(max: number) {
 /** The in-process cache of the all-in-one default: an LRU with per-entry TTLs. */
 export function createMemoryCache(options: MemoryCacheOptions): Cache {
   const entries = lazyLru<string>(options.maxEntries);
+  /** Stamped keys (see Cache.readStamped): the stamp, and the value once one was written. */
+  const stamped = lazyLru<{ stamp: string; value: string | null }>(options.maxEntries);
   /** Rate-limit windows: their count and when they reset, on the wall clock. */
   const windows = lazyLru<{ count: number; resetAt: number }>(options.maxEntries);
   /** Adds one to a counter, keeping the TTL it was created with. */
@@ -52,7 +55,22 @@ export function createMemoryCache(options: MemoryCacheOptions): Cache {
       entries.forWrite.set(key, value, { ttl: ttlSeconds * 1000 });
     },
     delete: async (...keys) => {
-      for (const key of keys) entries.existing?.delete(key);
+      for (const key of keys) {
+        entries.existing?.delete(key);
+        stamped.existing?.delete(key);
+      }
+    },
+    readStamped: async (key, ttlSeconds) => {
+      const current = stamped.existing?.get(key);
+      if (current) return { value: current.value, stamp: current.stamp };
+      const fresh = { stamp: randomUUID(), value: null };
+      stamped.forWrite.set(key, fresh, { ttl: ttlSeconds * 1000 });
+      return { ...fresh };
+    },
+    writeIfStamped: async (key, stamp, value, ttlSeconds) => {
+      if (stamped.existing?.get(key)?.stamp !== stamp) return false;
+      stamped.forWrite.set(key, { stamp, value }, { ttl: ttlSeconds * 1000 });
+      return true;
     },
     increment: async (key) => increment(key),
     hit: async (key, windowSeconds) => {
@@ -74,6 +92,7 @@ export function createMemoryCache(options: MemoryCacheOptions): Cache {
     close: async () => {
       sets.clear();
       entries.existing?.clear();
+      stamped.existing?.clear();
       windows.existing?.clear();
     },
   };

@@ -1,6 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import type { Logger } from '../logger.js';
 import type { Cache } from './cache.js';
-import { createNearCache } from './redis-near-cache.js';
 
 export interface RedisCacheOptions {
   url: string;
@@ -9,11 +9,6 @@ export interface RedisCacheOptions {
   keyPrefix?: string;
   /** A command not answered in this time fails, so a hung Redis never stalls a request. */
   commandTimeoutMs?: number;
-  /**
-   * Entries of the process-local tier in front of Redis (see createNearCache), which keeps
-   * every copy coherent with Redis's invalidations; 0 or unset: every read goes to Redis.
-   */
-  localEntries?: number;
 }
 
 const HIT_SCRIPT = `
@@ -29,6 +24,30 @@ redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
 if last[2] then redis.call('EXPIREAT', KEYS[1], math.ceil(tonumber(last[2]))) end
 return 1`;
+
+/**
+ * A stamped key is a hash: `v` the value (once written), `s` the stamp. Read both; give a key
+ * without a stamp the fresh one the caller sent (ARGV[1]) for ARGV[2] seconds.
+ */
+const READ_STAMPED_SCRIPT = `
+local got = redis.call('HMGET', KEYS[1], 'v', 's')
+if got[2] then return got end
+redis.call('HSET', KEYS[1], 's', ARGV[1])
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+return { false, ARGV[1] }`;
+
+/** Store the value ARGV[2] for ARGV[3] seconds only while the stamp is still ARGV[1]. */
+const WRITE_IF_STAMPED_SCRIPT = `
+if redis.call('HGET', KEYS[1], 's') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'v', ARGV[2])
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+return 1`;
+
+/** The scripts above as commands (EVALSHA, the script sent again only when Redis lost it). */
+interface StampedCommands {
+  readStamped(key: string, freshStamp: string, ttlSeconds: number): Promise<[string | null, string]>;
+  writeIfStamped(key: string, stamp: string, value: string, ttlSeconds: number): Promise<number>;
+}
 
 /**
  * Redis through ioredis, tuned to fail fast: no offline queue (a command while disconnected
@@ -69,25 +88,26 @@ export async function createRedisCache(options: RedisCacheOptions): Promise<Cach
     version = undefined;
   });
 
-  const near = options.localEntries ? createNearCache({ redis, keyPrefix: options.keyPrefix ?? '', maxEntries: options.localEntries, logger: options.logger }) : undefined;
+  redis.defineCommand('readStamped', { numberOfKeys: 1, lua: READ_STAMPED_SCRIPT });
+  redis.defineCommand('writeIfStamped', { numberOfKeys: 1, lua: WRITE_IF_STAMPED_SCRIPT });
+  const stamped = redis as unknown as StampedCommands;
 
   return {
     kind: 'redis',
-    get: (key) => (near ? near.get(key) : redis.get(key)),
+    get: (key) => redis.get(key),
     set: async (key, value, ttlSeconds) => {
-      near?.forget([key]);
       await redis.set(key, value, 'EX', ttlSeconds);
     },
     delete: async (...keys) => {
-      near?.forget(keys);
       if (keys.length > 0) await redis.del(...keys);
     },
-    increment: (key) => {
-      near?.forget([key]);
-      return redis.incr(key);
+    readStamped: async (key, ttlSeconds) => {
+      const [value, stamp] = await stamped.readStamped(key, randomUUID(), ttlSeconds);
+      return { value, stamp };
     },
+    writeIfStamped: async (key, stamp, value, ttlSeconds) => (await stamped.writeIfStamped(key, stamp, value, ttlSeconds)) === 1,
+    increment: (key) => redis.incr(key),
     hit: async (key, windowSeconds) => {
-      near?.forget([key]);
       const [count, ttl] = (await redis.eval(HIT_SCRIPT, 1, key, windowSeconds)) as [number, number];
       return { count, resetSeconds: Math.max(1, ttl) };
     },
@@ -104,7 +124,6 @@ export async function createRedisCache(options: RedisCacheOptions): Promise<Cach
       return { version };
     },
     close: async () => {
-      await near?.close();
       await redis.quit().catch(() => redis.disconnect());
     },
   };

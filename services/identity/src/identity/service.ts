@@ -1,6 +1,7 @@
 import type { IdentityEvent, InternalIdentity } from '@app/contracts';
 import {
   bumpSignInGeneration,
+  createCacheAside,
   entityTag,
   forbidden,
   guardRows,
@@ -63,37 +64,20 @@ export type IdentityService = ReturnType<typeof createIdentityService>;
 
 export function createIdentityService(deps: IdentityServiceDeps) {
   const { repository, cache, logger } = deps;
-  /** Concurrent misses on one id share one database read. */
-  const inFlight = new Map<string, Promise<TaggedIdentity | null>>();
-
   /**
-   * The cache fails open: an unreachable cache costs a database read, never a request. A hit's
-   * tag is hashed from the cached JSON itself, the string a miss stores.
+   * Read-your-writes in every replica, fail-open, concurrent misses sharing one database read:
+   * see createCacheAside. A tag is hashed from the JSON itself, the string the cache holds.
    */
+  const aside = createCacheAside({ cache, ttlSeconds: RECORD_TTL_SECONDS, logger, name: 'identity' });
   const cached = async (id: string): Promise<TaggedIdentity | null> => {
-    try {
-      const hit = await cache.get(recordKey(id));
-      if (hit) return tagged(JSON.parse(hit) as IdentityRecord, hit);
-    } catch (error) {
-      logger.warn({ err: error }, 'identity cache read failed; reading the database');
-    }
-    let pending = inFlight.get(id);
-    if (!pending) {
-      pending = (async () => {
-        const row = await repository.findById(id);
-        if (!row) return null;
-        const record = toRecord(row);
-        const json = JSON.stringify(record);
-        await cache.set(recordKey(id), json, RECORD_TTL_SECONDS).catch(() => undefined);
-        return tagged(record, json);
-      })().finally(() => inFlight.delete(id));
-      inFlight.set(id, pending);
-    }
-    return pending;
+    const json = await aside.read(recordKey(id), async () => {
+      const row = await repository.findById(id);
+      return row ? JSON.stringify(toRecord(row)) : null;
+    });
+    return json === null ? null : tagged(JSON.parse(json) as IdentityRecord, json);
   };
 
-  const forget = (id: string) =>
-    cache.delete(recordKey(id)).catch((error: unknown) => logger.warn({ err: error, id }, 'identity cache delete failed'));
+  const forget = (id: string) => aside.invalidate(recordKey(id));
 
   /** Inserts an identity as given, roles included: callers check who may set them. */
   const insert = async (input: CreateIdentityInput, guard?: CreateGuard<TaggedIdentity>): Promise<TaggedIdentity> => {

@@ -1,5 +1,5 @@
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
-import { guardRows, type CreateGuard } from '@app/platform';
+import { createCacheAside, guardRows, type Cache, type CreateGuard, type Logger } from '@app/platform';
 import { clientNotFound } from './errors.js';
 import type { ClientRepository, StoredClient } from './repository.js';
 import type { ClientRecord, CreateClientBody, UpdateClientBody } from './schemas.js';
@@ -7,11 +7,10 @@ import type { ClientRecord, CreateClientBody, UpdateClientBody } from './schemas
 /** 256 random bits: a secret nobody can guess, so one SHA-256 is a sound lookup key (no stretching). */
 const CLIENT_SECRET_BYTES = 32;
 /**
- * How long a replica answers a client lookup from memory. Every sign-in reads its client two or
- * three times (authorize, the form, the token endpoint); a change made through this replica is
- * seen at once, one made through another replica within this time.
+ * Seconds a client's stamp lives in the shared cache (see `find`); one that expires costs one
+ * database read in each replica.
  */
-const CLIENT_CACHE_MS = 5_000;
+const CLIENT_STAMP_TTL_SECONDS = 600;
 /** Registered clients are few; a bound keeps a flood of made-up client_ids from growing the map. */
 const CLIENT_CACHE_ENTRIES = 1_000;
 
@@ -52,14 +51,26 @@ export interface ClientService {
   secretMatches(client: StoredClient, secret: string): boolean;
 }
 
-export function createClientService(repository: ClientRepository): ClientService {
-  const recent = new Map<string, { client: StoredClient; until: number }>();
-  const remember = (client: StoredClient) => {
+/**
+ * Every sign-in reads its client two or three times (authorize, the form, the token endpoint):
+ * a replica answers those look-ups from memory while the client's stamp in the shared cache is
+ * the one it read before loading the client. A change deletes the stamp after it committed and
+ * before it is answered, so a look-up after that answer, in any replica, loads the client again
+ * (see createCacheAside). When the shared cache cannot answer, every look-up reads the database.
+ */
+export function createClientService(repository: ClientRepository, shared: { cache: Cache; logger: Logger }): ClientService {
+  const aside = createCacheAside({ ...shared, ttlSeconds: CLIENT_STAMP_TTL_SECONDS, name: 'oauth clients' });
+  const stampKey = (id: string) => `sso:client:${id}`;
+  const recent = new Map<string, { client: StoredClient; stamp: string }>();
+  const remember = (client: StoredClient, stamp: string) => {
+    recent.delete(client.id);
     if (recent.size >= CLIENT_CACHE_ENTRIES) recent.delete(recent.keys().next().value!);
-    recent.set(client.id, { client, until: Date.now() + CLIENT_CACHE_MS });
-    return client;
+    recent.set(client.id, { client, stamp });
   };
-  const forget = (id: string) => recent.delete(id);
+  const changed = async (id: string) => {
+    recent.delete(id);
+    await aside.invalidate(stampKey(id));
+  };
   const settingsOf = (body: UpdateClientBody) => ({
     name: body.name,
     redirectUris: body.redirect_uris,
@@ -80,21 +91,27 @@ export function createClientService(repository: ClientRepository): ClientService
     get: async (id) => (await repository.find(id)) ?? Promise.reject(clientNotFound(id)),
     list: (page) => repository.list(page),
     update: async (id, body) => {
-      forget(id);
-      return (await repository.update(id, settingsOf(body))) ?? Promise.reject(clientNotFound(id));
+      const client = await repository.update(id, settingsOf(body));
+      if (!client) throw clientNotFound(id);
+      await changed(id);
+      return client;
     },
     delete: async (id) => {
-      forget(id);
       if (!(await repository.delete(id))) throw clientNotFound(id);
+      await changed(id);
     },
-    // Only clients that exist are remembered: an unknown id is asked again each time.
+    // Only clients that exist are remembered, and stamped: an unknown id (the authorize page
+    // is public) is asked of the database each time and writes nothing to the shared cache.
     find: async (id) => {
       const cached = recent.get(id);
-      if (cached && cached.until > Date.now()) return cached.client;
+      if (!cached && !(await repository.find(id))) return undefined;
+      const stamp = await aside.stamp(stampKey(id));
+      if (stamp !== undefined && cached?.stamp === stamp) return cached.client;
+      // Loaded after the stamp was read: what a later change's delete of the stamp covers.
       const client = await repository.find(id);
-      if (client) return remember(client);
-      forget(id);
-      return undefined;
+      if (client && stamp !== undefined) remember(client, stamp);
+      else recent.delete(id);
+      return client;
     },
     secretMatches: (client, secret) => {
       if (client.secretHash === null) return false;
