@@ -3,6 +3,4 @@
 export default {
   projects: ['<rootDir>/libs/*', '<rootDir>/services/*', '<rootDir>/apps/*', '<rootDir>/test'],
   maxWorkers: process.env.CI ? 2 : '50%',
-  // Global-only option: project configs cannot set it.
-  testTimeout: 30_000,
 };

@@ -523,7 +523,7 @@ describe('every probe and metrics scrape of every deployment asks a route its pr
   const apps: App[] = [];
   beforeAll(async () => {
     deps = await openTestDependencies('embedded');
-  }, 60_000);
+  });
   afterAll(async () => {
     for (const app of apps) await app.close();
     await deps?.dispose();
@@ -554,5 +554,5 @@ describe('every probe and metrics scrape of every deployment asks a route its pr
     await app.ready();
     // A registered route, not merely an answer: an unknown path can answer 401 at the edge.
     for (const path of paths) expect([path, app.hasRoute({ method: 'GET', url: path })]).toEqual([path, true]);
-  }, 60_000);
+  });
 });
