@@ -8,7 +8,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { createNatsBus, type Bus, type BusMessage } from '@app/platform';
 import { startSplit, type SplitCluster } from '@app/split';
-import { createTestDatabase, eventually, REAL, SETTLE_BUDGET_MS, readJson, silentLogger, type Json } from '@app/testing';
+import { createTestDatabase, eventually, REAL, readJson, SETTLE_BUDGET_MS, START_BUDGET_MS, silentLogger, type Json } from '@app/testing';
 
 const real = REAL.databaseUrl && REAL.redisUrl && REAL.natsUrl ? REAL : undefined;
 
@@ -49,6 +49,7 @@ const kidOf = (token: string) => (JSON.parse(Buffer.from(token.split('.')[0]!, '
     cluster = await startSplit({
       replicas: 2,
       port: 0,
+      readyTimeoutMs: START_BUDGET_MS / 2,
       output: (name, line) => void output.push(`[${name}] ${line}`),
       env: {
         PATH: process.env.PATH,
@@ -68,7 +69,7 @@ const kidOf = (token: string) => (JSON.parse(Buffer.from(token.split('.')[0]!, '
         JWKS_COOLDOWN_SECONDS: '1',
       },
     });
-  }, 180_000);
+  }, 2 * START_BUDGET_MS);
 
   afterAll(async () => {
     if (figures.length) console.log(`split mode, 2 replicas of every service:\n${figures.map((line) => `- ${line}`).join('\n')}`);
@@ -83,7 +84,7 @@ const kidOf = (token: string) => (JSON.parse(Buffer.from(token.split('.')[0]!, '
   };
   /** Signs the admin in, waiting for sso's bootstrap (one replica creates it) on a first call. */
   const signIn = async (base = cluster.url): Promise<Json> => {
-    const deadline = Date.now() + 30_000;
+    const deadline = Date.now() + SETTLE_BUDGET_MS;
     for (;;) {
       const reply = await token({ grant_type: 'password', username: admin.email, password: admin.password }, base);
       if (reply.status === 200) return reply.body;
@@ -260,7 +261,7 @@ const kidOf = (token: string) => (JSON.parse(Buffer.from(token.split('.')[0]!, '
       const broadcast = await bus.subscribe('crud.product.created', byProduct(publishedTimes), { broadcast: true });
       const started = Date.now();
       const ids = await Promise.all(Array.from({ length: 60 }, async (_, index) => String((await createProduct(String(access), cluster.replicas.crud[index % 2])).id)));
-      const deadline = Date.now() + 15_000;
+      const deadline = Date.now() + SETTLE_BUDGET_MS;
       while (ids.some((id) => !delivered.has(id)) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
       const allDeliveredMs = Date.now() - started;
       // Time for a duplicate to arrive, had a relay published one.

@@ -17,7 +17,7 @@ export const REQUIRED_VARIABLES = ['DATABASE_URL', 'REDIS_URL', 'NATS_URL'] as c
 /** Replica numbers go up to 9: replica r of a service listens on PORT + 100 r + its registry offset. */
 export const MAX_REPLICAS = 9;
 
-/** How long a process may take to answer its readiness probe (migrations run at start). */
+/** How long a process may take to answer its readiness probe (migrations run at start), by default. */
 const READY_TIMEOUT_MS = 60_000;
 /** How long the processes may take to exit on SIGTERM before SIGKILL. */
 const STOP_TIMEOUT_MS = 10_000;
@@ -52,6 +52,11 @@ export interface SplitOptions {
   restart?: boolean;
   /** Called with every service's replica URLs once the ports are chosen, before any process starts. */
   onPlanned?: (replicas: Record<SplitService, string[]>) => void;
+  /**
+   * How long each process may take to answer its readiness probe (default 60 s); a machine
+   * that other work keeps busy (a bench, a test run) needs longer to start a dozen processes.
+   */
+  readyTimeoutMs?: number;
 }
 
 export interface SplitProcess {
@@ -111,8 +116,8 @@ const fixedPort = (port: number): ReservedPort => ({ port, release: async () => 
  * (a database too slow to answer under load, say); without restarts its exit is an error that
  * quotes its last lines.
  */
-async function waitUntilReady(process: SplitProcess & { lastLines: string[] }, restart: boolean): Promise<void> {
-  const deadline = Date.now() + READY_TIMEOUT_MS;
+async function waitUntilReady(process: SplitProcess & { lastLines: string[] }, restart: boolean, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
   for (;;) {
     const { child } = process;
     if (!restart && (child.exitCode !== null || child.signalCode !== null)) {
@@ -124,7 +129,7 @@ async function waitUntilReady(process: SplitProcess & { lastLines: string[] }, r
     );
     if (ready) return;
     if (Date.now() > deadline) {
-      throw new Error(`${process.name} was not ready within ${READY_TIMEOUT_MS / 1000} s (${process.url}/health/readiness); its last lines:\n${process.lastLines.join('\n')}`);
+      throw new Error(`${process.name} was not ready within ${timeoutMs / 1000} s (${process.url}/health/readiness); its last lines:\n${process.lastLines.join('\n')}`);
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
@@ -184,6 +189,7 @@ export async function startSplit(options: SplitOptions): Promise<SplitCluster> {
 
   const processes: SplitProcess[] = [];
   const restart = options.restart ?? true;
+  const readyTimeoutMs = options.readyTimeoutMs ?? READY_TIMEOUT_MS;
   let stopping = false;
   const timers = new Set<NodeJS.Timeout>();
 
@@ -273,9 +279,9 @@ export async function startSplit(options: SplitOptions): Promise<SplitCluster> {
 
   try {
     const started = await Promise.all(plan.map(({ name, service, port }) => launch(name, service, port)));
-    await Promise.all(started.map((member) => waitUntilReady(member, restart)));
+    await Promise.all(started.map((member) => waitUntilReady(member, restart, readyTimeoutMs)));
     const gateway = await launch('gateway', 'gateway', gatewayPort);
-    await waitUntilReady(gateway, restart);
+    await waitUntilReady(gateway, restart, readyTimeoutMs);
   } catch (error) {
     await releaseAll();
     await stop();
