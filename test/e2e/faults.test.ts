@@ -186,7 +186,7 @@ async function stopProcess(child: ChildProcess | undefined): Promise<void> {
     expect(await becomesReady(base)).toBe(true);
     token = (await adminToken(base, ADMIN)) ?? '';
     expect(token).not.toBe('');
-  }, 180_000);
+  });
 
   afterAll(async () => {
     await stopProcess(child);

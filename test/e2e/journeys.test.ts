@@ -53,7 +53,7 @@ describe.each(targets)('client journeys through the public address ($name)', (ta
   beforeAll(async () => {
     running = await target.start();
     adminToken = await admin.signIn(running.url);
-  }, 180_000);
+  });
 
   afterAll(async () => {
     await running?.close();

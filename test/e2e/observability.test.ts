@@ -115,7 +115,7 @@ describe.each(targets)('metrics and CORS through the public address ($name)', (t
   let running: Running;
   beforeAll(async () => {
     running = await target.start();
-  }, 180_000);
+  });
   afterAll(async () => {
     await running?.close();
   });

@@ -252,7 +252,7 @@ describe('standalone entries', () => {
       await held.release();
       await rm(dataDir, { recursive: true, force: true });
     }
-  }, 180_000);
+  });
 
   if (REAL.databaseUrl) {
     const baseUrl = REAL.databaseUrl;
