@@ -2,6 +2,8 @@
 // --experimental-vm-modules), TypeScript transpiled by swc (type checking is `npm run
 // typecheck`'s job), and workspace packages resolved to their sources through the
 // "source" export condition, so tests never need a build first.
+import { fileURLToPath } from 'node:url';
+
 export default {
   testEnvironment: 'node',
   testEnvironmentOptions: { customExportConditions: ['source', 'node', 'node-addons'] },
@@ -17,5 +19,7 @@ export default {
   },
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   testMatch: ['<rootDir>/test/**/*.test.ts', '<rootDir>/src/**/*.test.ts'],
-  testTimeout: 30_000,
+  // Every test's and hook's default budget (START_BUDGET_MS): jest takes testTimeout only from
+  // the root config in projects mode, so the setup file sets it in each test file instead.
+  setupFilesAfterEnv: [fileURLToPath(new URL('./libs/testing/src/jest-setup.ts', import.meta.url))],
 };

@@ -571,7 +571,7 @@ describe('every probe and metrics scrape of every deployment asks a route its pr
   const apps: App[] = [];
   beforeAll(async () => {
     deps = await openTestDependencies('embedded');
-  }, 60_000);
+  });
   afterAll(async () => {
     for (const app of apps) await app.close();
     await deps?.dispose();
@@ -605,5 +605,5 @@ describe('every probe and metrics scrape of every deployment asks a route its pr
     for (const path of paths) expect([path, app.hasRoute({ method: 'GET', url: path })]).toEqual([path, true]);
     // /metrics is the management listener's alone: the public app has no such route.
     expect(app.hasRoute({ method: 'GET', url: METRICS_PATH })).toBe(false);
-  }, 60_000);
+  });
 });

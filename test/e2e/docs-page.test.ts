@@ -21,11 +21,11 @@ withChromium('the docs page in a browser', (browser) => {
       running = await deployment.start(admin.env);
       page = await browser().newPage();
       problems = await watchPage(page);
-    }, 120_000);
+    });
     afterAll(async () => {
       await page?.close();
       await running?.close();
-    }, 60_000);
+    });
 
     it('loads with no console error and nothing its Content-Security-Policy blocks', async () => {
       const response = await page.goto(`${running.url}/docs`);
@@ -72,6 +72,6 @@ withChromium('the docs page in a browser', (browser) => {
         await block.locator('.opblock-summary').click();
       }
       expect(problems).toEqual([]);
-    }, 60_000);
+    });
   });
 });

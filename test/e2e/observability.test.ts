@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { parser } from '@prometheus-io/lezer-promql';
 import { startPlatform } from '@app/all-in-one';
 import { startSplit } from '@app/split';
-import { CORS_EXPOSED, corsHeadersOf, corsPreflightAllowance, createTestDatabase, eventually, openTestDependencies, readJson, REAL, silentLogger, testModes } from '@app/testing';
+import { CORS_EXPOSED, corsHeadersOf, corsPreflightAllowance, createTestDatabase, eventually, openTestDependencies, readJson, REAL, SETTLE_BUDGET_MS, silentLogger, testModes } from '@app/testing';
 
 interface Running {
   url: string;
@@ -119,10 +119,10 @@ describe.each(targets)('metrics and CORS through the public address ($name)', (t
   let running: Running;
   beforeAll(async () => {
     running = await target.start();
-  }, 180_000);
+  });
   afterAll(async () => {
     await running?.close();
-  }, 60_000);
+  });
 
   it('answers a preflight to a protected route, which carries no token, 204 with the allowance', async () => {
     const response = await fetch(`${running.url}/api/v1/identity/me`, { method: 'OPTIONS', headers: { origin: ALLOWED, ...PREFLIGHT } });
@@ -166,7 +166,7 @@ describe.each(targets)('metrics and CORS through the public address ($name)', (t
         body: new URLSearchParams({ grant_type: 'password', username: admin.email, password: admin.password }),
       });
       return token.status === 200;
-    }, 30_000, 250);
+    }, SETTLE_BUDGET_MS, 250);
     expect(signedIn).toBe(true);
     const { access_token: accessToken } = await readJson(token!);
     for (let read = 0; read < 2; read += 1) expect((await fetch(`${running.url}/api/v1/products`, { headers: { authorization: `Bearer ${accessToken}` } })).status).toBe(200);
@@ -195,5 +195,5 @@ describe.each(targets)('metrics and CORS through the public address ($name)', (t
     expect(all).toMatch(/^sso_failed_logins_total\{grant_type="password"\} [1-9]\d*$/m);
     expect(all).toMatch(/^crud_cache_lookups_total\{domain="product",result="hit"\} [1-9]\d*$/m);
     expect(all).toMatch(/^outbox_backlog_events\{service="identity"\} \d+$/m);
-  }, 60_000);
+  });
 });

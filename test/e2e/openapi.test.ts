@@ -33,10 +33,10 @@ describe.each(DEPLOYMENTS)('the OpenAPI document ($name)', (deployment) => {
     document = (await readJson(await fetch(`${running.url}/docs/json`))) as OpenApi;
     documents.set(deployment.name, document);
     adminToken = await admin.signIn(running.url);
-  }, 120_000);
+  });
   afterAll(async () => {
     await running?.close();
-  }, 60_000);
+  });
 
   it('lists every service and no catch-all or proxy route', () => {
     expect(document['x-unavailable-services']).toBeUndefined();
@@ -181,7 +181,7 @@ describe.each(DEPLOYMENTS)('the OpenAPI document ($name)', (deployment) => {
     expect(checked).toContain('anonymous GET /api/v1/products -> 401');
     // The documented sign-up is one anyone may make (it once pre-filled roles: a 403).
     expect(checked).toContain('anonymous POST /api/v1/identity -> 201');
-  }, 60_000);
+  });
 
   it('documents the OAuth endpoints’ 413 for a body over their limit, in the RFC 6749 shape it has', async () => {
     const validate = schemaValidator(document);

@@ -42,7 +42,7 @@ describe.each(testModes())('all-in-one platform (%s)', (mode) => {
       dependencies: deps,
       services: { sso: createSsoService({ announce: (message) => void announced.push(message) }) },
     });
-  }, 120_000);
+  });
   afterAll(async () => {
     await platform?.close();
     await deps?.dispose();
@@ -183,7 +183,7 @@ describe('standalone entries', () => {
       await db?.drop();
       await rm(dataDir, { recursive: true, force: true });
     }
-  }, 120_000);
+  });
 
   it('starts identity alone, reading only its own variables, and serves its internal routes there', async () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'standalone-'));
@@ -228,7 +228,7 @@ describe('standalone entries', () => {
       await db?.drop();
       await rm(dataDir, { recursive: true, force: true });
     }
-  }, 120_000);
+  });
 
   it('runs the all-in-one from its built entry on PORT and MANAGEMENT_PORT, its only listening ports, while the registry ports are taken', async () => {
     // 3000-3005: where the services listen when each runs alone; the all-in-one needs none of them.
@@ -259,7 +259,7 @@ describe('standalone entries', () => {
       await held.release();
       await rm(dataDir, { recursive: true, force: true });
     }
-  }, 180_000);
+  });
 
   if (REAL.databaseUrl) {
     const baseUrl = REAL.databaseUrl;
@@ -283,7 +283,7 @@ describe('standalone entries', () => {
       } finally {
         await db.drop();
       }
-    }, 60_000);
+    });
   }
 
   it('refuses to start on a bad environment, naming the variable', async () => {

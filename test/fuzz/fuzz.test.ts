@@ -79,7 +79,7 @@ describe.each(modes)('fuzzing every operation of the API document (%s)', (mode: 
     targets.ids.push(firstId(identity), firstId(credential), firstId(product), firstId(post));
     const document = (await (await fetch(`${platform.url}/docs/json`)).json()) as OpenApiDocument;
     operations = operationsOf(document);
-  }, 120_000);
+  });
   afterAll(async () => {
     await platform?.close();
     await deps?.dispose();

@@ -42,8 +42,8 @@ describe.each(CASES)('credentials service through the platform\'s edge (%s, %s)'
     platform = await h.issuer.mint('service:sso', ['system']);
     ada = await register('Ada', 'ada@example.com');
     bob = await register('Bob', 'bob@example.com');
-  }, 120_000);
-  afterAll(() => h.close(), 60_000);
+  });
+  afterAll(() => h.close());
 
   describe('POST /api/v1/credentials', () => {
     it('answers 401 without a token and 403 to anyone but an admin or a system token', async () => {

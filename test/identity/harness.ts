@@ -3,7 +3,7 @@ import { startPlatform } from '@app/all-in-one';
 import { credentialsService } from '@app/credentials';
 import { identityService } from '@app/identity';
 import { buildServiceApp, createLogger, listenApp, type BusMessage, type Logger, type RunningApp } from '@app/platform';
-import { answerRevocationsAsSso, openTestDependencies, startTokenIssuer, type TestMode, type TokenIssuer } from '@app/testing';
+import { answerRevocationsAsSso, openTestDependencies, SETTLE_BUDGET_MS, startTokenIssuer, type TestMode, type TokenIssuer } from '@app/testing';
 import { startReplicas, topologyCases, type TestDependencies } from '../support/replicas.js';
 
 export interface Reply {
@@ -140,7 +140,7 @@ export async function startHarness(mode: TestMode, topology: Topology = 'all-in-
       bodies.push(text);
       return { status: response.status, headers: response.headers, text, body: text ? JSON.parse(text) : undefined };
     },
-    event: async (match, timeoutMs = 5_000) => {
+    event: async (match, timeoutMs = SETTLE_BUDGET_MS) => {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
         const found = events.find(match);

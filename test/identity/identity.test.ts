@@ -25,8 +25,8 @@ describe.each(CASES)('identity service through the platform\'s edge (%s, %s)', (
     platform = await h.issuer.mint('service:sso', ['system']);
     ada = await register('Ada', 'Ada@Example.com');
     bob = await register('Bob', 'bob@example.com');
-  }, 120_000);
-  afterAll(() => h.close(), 60_000);
+  });
+  afterAll(() => h.close());
 
   describe('POST /api/v1/identity', () => {
     it('registers an identity without a token: 201 with the record, email lower-cased, no roles', async () => {

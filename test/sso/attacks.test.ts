@@ -1,10 +1,7 @@
 import { createHmac, createPublicKey, randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWTPayload } from 'jose';
 import { claimsOf, startCountingServer, startSsoPlatform, CASES, type SsoPlatform } from './harness.js';
-
-// Starts the whole platform; jest's projects mode ignores the preset's testTimeout.
-jest.setTimeout(60_000);
 
 /** RFC 6750 §3.1: a token was sent and is bad; with no credentials at all, the challenge carries no error. */
 const INVALID_TOKEN = 'Bearer realm="api-platform", error="invalid_token"';

@@ -2,9 +2,6 @@ import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { startPlatform, type Platform } from '@app/all-in-one';
 import { eventually, openTestDependencies, verifyIndependently } from '@app/testing';
 
-// Starts the whole platform; jest's projects mode ignores the preset's testTimeout.
-jest.setTimeout(60_000);
-
 describe('the all-in-one development admin (embedded)', () => {
   let deps: Awaited<ReturnType<typeof openTestDependencies>>;
   let platform: Platform;

@@ -10,15 +10,13 @@ import { mkdirSync } from 'node:fs';
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { Page } from 'playwright-core';
 import { watchPage, withChromium } from '../support/chromium.js';
 import { startGitHubServer, type GitHubServer } from '../support/github-server.js';
 import { startGoogleServer, type GoogleServer } from '../support/google-server.js';
 import { authorizationRequest, ISSUER } from './browser-support.js';
 import { CASES, claimsOf, startSsoPlatform, type SsoPlatform } from './harness.js';
-
-jest.setTimeout(120_000);
 
 const ARTIFACTS = fileURLToPath(new URL('../artifacts/', import.meta.url));
 /** The relying party's registered callback, under the issuer too: the browser stops there and the test reads the URL. */

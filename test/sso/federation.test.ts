@@ -1,13 +1,10 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import * as client from 'openid-client';
 import { startGitHubServer, type GitHubAccount, type GitHubServer } from '../support/github-server.js';
 import { startGoogleServer, type GoogleServer } from '../support/google-server.js';
 import { authorizationRequest, Browser, ISSUER, REDIRECT_URI } from './browser-support.js';
 import { CASES, claimsOf, startSsoPlatform, type SsoPlatform } from './harness.js';
-
-// Starts the whole platform; jest's projects mode ignores the preset's testTimeout.
-jest.setTimeout(90_000);
 
 const s256 = (verifier: string) => createHash('sha256').update(verifier).digest('base64url');
 

@@ -1,9 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { claimsOf, startSsoPlatform, CASES, type SsoPlatform } from './harness.js';
-
-// Starts the whole platform; jest's projects mode ignores the preset's testTimeout.
-jest.setTimeout(60_000);
 
 const PASSWORD = 'a user password, long enough';
 /** Grants made before each change, so that sso's cache of sign-in decisions is surely warm. */

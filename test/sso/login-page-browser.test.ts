@@ -8,12 +8,10 @@ import { mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { Page } from 'playwright-core';
 import { watchPage, withChromium } from '../support/chromium.js';
 import { CASES, startSsoPlatform, type SsoPlatform } from './harness.js';
-
-jest.setTimeout(120_000);
 
 const ARTIFACTS = fileURLToPath(new URL('../artifacts/', import.meta.url));
 const PASSWORD = 'a password typed in a browser';

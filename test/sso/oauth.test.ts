@@ -2,15 +2,12 @@ import { execFile } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { generateKeyPair, SignJWT } from 'jose';
 import * as client from 'openid-client';
 import { FIRST_PARTY_CLIENT_ID } from '@app/sso';
-import { eventually, freePort } from '@app/testing';
+import { eventually, freePort, SETTLE_BUDGET_MS } from '@app/testing';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, CASES, claimsOf, startSsoPlatform, type SsoPlatform } from './harness.js';
-
-// Starts the whole platform; jest's projects mode ignores the preset's testTimeout.
-jest.setTimeout(90_000);
 
 /** The issuer the platform names (JWT_ISSUER's default): a relying party reaches it through `customFetch`. */
 const ISSUER = 'http://localhost:3000';
@@ -209,7 +206,7 @@ describe.each(CASES)('OAuth 2 metadata, introspection and key rotation at the ed
       expect((await introspect({ token: revokedAccess }, asClient())).body.active).toBe(true);
       expect((await revoke(revokedAccess)).status).toBe(200);
       // With real servers the revocation reaches this process's set through the outbox and NATS: within 1 s (DESIGN).
-      expect(await eventually(async () => (await introspect({ token: revokedAccess }, asClient())).body.active === false, 1_500)).toBe(true);
+      expect(await eventually(async () => (await introspect({ token: revokedAccess }, asClient())).body.active === false)).toBe(true);
       expect(await inactive(revokedAccess)).toEqual([200, { active: false }]);
 
       const email = `spent-${randomUUID().slice(0, 8)}@example.com`;
@@ -224,7 +221,7 @@ describe.each(CASES)('OAuth 2 metadata, introspection and key rotation at the ed
       expect((await revoke(live)).status).toBe(200);
       expect(await inactive(live)).toEqual([200, { active: false }]);
       // The sign-in's access token went with it.
-      expect(await eventually(async () => (await introspect({ token: String(second.body.access_token) }, asClient())).body.active === false, 1_500)).toBe(true);
+      expect(await eventually(async () => (await introspect({ token: String(second.body.access_token) }, asClient())).body.active === false)).toBe(true);
       expect(await inactive(String(second.body.access_token))).toEqual([200, { active: false }]);
 
       // Signed with sso's own current key, but expired a minute ago: no tolerance for introspection.
@@ -322,19 +319,21 @@ describe.each(CASES)('OAuth 2 metadata, introspection and key rotation at the ed
       const oldKid = headerOf(old).kid;
       const started = Date.now();
       const reply = await rotate(admin);
+      const answered = Date.now();
       expect(reply.status).toBe(201);
       const body = (await reply.json()) as { kid: string; activatesAt: string };
       expect(Object.keys(body).sort()).toEqual(['activatesAt', 'kid']);
       expect(body.kid).not.toBe(oldKid);
       const activatesAt = Date.parse(body.activatesAt);
       expect(activatesAt - started).toBeGreaterThanOrEqual(ACTIVATION_DELAY_SECONDS * 1000 - 1_000);
-      expect(activatesAt - started).toBeLessThanOrEqual(ACTIVATION_DELAY_SECONDS * 1000 + 5_000);
+      // The delay counts from the rotation, made while the request was in flight, however long it took.
+      expect(activatesAt - answered).toBeLessThanOrEqual(ACTIVATION_DELAY_SECONDS * 1000 + 1_000);
       const jwks = (await (await fetch(`${env.gateway}/api/v1/sso/jwks`)).json()) as { keys: { kid: string }[] };
       expect(jwks.keys.map((key) => key.kid)).toEqual(expect.arrayContaining([oldKid, body.kid]));
 
       // Until the new key signs (another replica may sign with the old one up to SIGNING_KEY_REFRESH_MS longer), every token is accepted.
       let newToken: string | undefined;
-      const deadline = activatesAt + 35_000;
+      const deadline = activatesAt + SETTLE_BUDGET_MS;
       while (Date.now() < deadline) {
         const token = await clientToken();
         if (headerOf(token).kid === body.kid) {

@@ -1,11 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startTcpProxy, testModes } from '@app/testing';
 import { PAIR_LIMIT } from '../../services/sso/src/tokens/throttle.js';
 import { startSsoPlatform, CASES, type SsoPlatform } from './harness.js';
-
-// Starts the whole platform; jest's projects mode ignores the preset's testTimeout.
-jest.setTimeout(60_000);
 
 const cases = CASES;
 const SIGNUP_LIMIT = 3;

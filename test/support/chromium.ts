@@ -51,7 +51,7 @@ export function withChromium(what: string, suites: (browser: () => Browser) => v
   let browser: Browser | undefined;
   beforeAll(async () => {
     browser = await launchChromium();
-  }, 60_000);
+  });
   afterAll(async () => {
     await browser?.close();
   });

@@ -13,7 +13,7 @@ import { healthService } from '@app/health';
 import { identityService } from '@app/identity';
 import { buildServiceApp, listenApp, type Env, type RunningApp, type Service } from '@app/platform';
 import { createSsoService } from '@app/sso';
-import { freePort, openTestDependencies, readJson, silentLogger, testModes, type TestMode } from '@app/testing';
+import { freePort, openTestDependencies, readJson, SETTLE_BUDGET_MS, silentLogger, testModes, type TestMode } from '@app/testing';
 
 const SPLIT_SERVICES: readonly [ServiceName, Service][] = [
   ['identity', identityService],
@@ -73,7 +73,7 @@ export function bootstrapAdmin() {
     env: { BOOTSTRAP_ADMIN_EMAIL: admin.email, BOOTSTRAP_ADMIN_PASSWORD: admin.password },
     /** Its access token from the platform at `url`; sso creates it just after the platform answers, so this waits for it. */
     signIn: async (url: string): Promise<string> => {
-      const deadline = Date.now() + 30_000;
+      const deadline = Date.now() + SETTLE_BUDGET_MS;
       for (;;) {
         const response = await fetch(`${url}/api/v1/sso/token`, {
           method: 'POST',

@@ -23,7 +23,7 @@ export const DEFAULT_MANAGEMENT_PORT = 9464;
 /** The platform's readiness through the gateway: every service, sso's bootstrap admin included. */
 const AGGREGATED_READINESS_PATH = '/api/v1/health/readiness';
 
-/** How long a process may take to answer its readiness probe (migrations run at start). */
+/** How long a process may take to answer its readiness probe (migrations run at start), by default. */
 const READY_TIMEOUT_MS = 60_000;
 /** How long the processes may take to exit on SIGTERM before SIGKILL. */
 const STOP_TIMEOUT_MS = 10_000;
@@ -63,6 +63,11 @@ export interface SplitOptions {
   restart?: boolean;
   /** Called with every service's replica URLs once the ports are chosen, before any process starts. */
   onPlanned?: (replicas: Record<SplitService, string[]>) => void;
+  /**
+   * How long each process may take to answer its readiness probe (default 60 s); a machine
+   * that other work keeps busy (a bench, a test run) needs longer to start a dozen processes.
+   */
+  readyTimeoutMs?: number;
 }
 
 export interface SplitProcess {
@@ -124,8 +129,8 @@ const fixedPort = (port: number): ReservedPort => ({ port, release: async () => 
  * (a database too slow to answer under load, say); without restarts its exit is an error that
  * quotes its last lines.
  */
-async function waitUntilReady(process: SplitProcess & { lastLines: string[] }, restart: boolean, path = '/health/readiness'): Promise<void> {
-  const deadline = Date.now() + READY_TIMEOUT_MS;
+async function waitUntilReady(process: SplitProcess & { lastLines: string[] }, restart: boolean, timeoutMs: number, path = '/health/readiness'): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
   for (;;) {
     const { child } = process;
     if (!restart && (child.exitCode !== null || child.signalCode !== null)) {
@@ -137,7 +142,7 @@ async function waitUntilReady(process: SplitProcess & { lastLines: string[] }, r
     );
     if (ready) return;
     if (Date.now() > deadline) {
-      throw new Error(`${process.name} was not ready within ${READY_TIMEOUT_MS / 1000} s (${process.url}${path}); its last lines:\n${process.lastLines.join('\n')}`);
+      throw new Error(`${process.name} was not ready within ${timeoutMs / 1000} s (${process.url}${path}); its last lines:\n${process.lastLines.join('\n')}`);
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
@@ -201,6 +206,7 @@ export async function startSplit(options: SplitOptions): Promise<SplitCluster> {
 
   const processes: SplitProcess[] = [];
   const restart = options.restart ?? true;
+  const readyTimeoutMs = options.readyTimeoutMs ?? READY_TIMEOUT_MS;
   let stopping = false;
   const timers = new Set<NodeJS.Timeout>();
 
@@ -291,12 +297,12 @@ export async function startSplit(options: SplitOptions): Promise<SplitCluster> {
 
   try {
     const started = await Promise.all(plan.map(({ name, service, port, managementPort }) => launch(name, service, port, managementPort)));
-    await Promise.all(started.map((member) => waitUntilReady(member, restart)));
+    await Promise.all(started.map((member) => waitUntilReady(member, restart, readyTimeoutMs)));
     const gateway = await launch('gateway', 'gateway', gatewayPort, gatewayManagementPort);
-    await waitUntilReady(gateway, restart);
+    await waitUntilReady(gateway, restart, readyTimeoutMs);
     // Ready means the platform serves every flow: the aggregated readiness, which waits for
     // sso's signing key and bootstrap admin too (each process's own probe leaves the admin out).
-    await waitUntilReady(gateway, restart, AGGREGATED_READINESS_PATH);
+    await waitUntilReady(gateway, restart, readyTimeoutMs, AGGREGATED_READINESS_PATH);
   } catch (error) {
     await releaseAll();
     await stop();

@@ -17,7 +17,7 @@ describe('embedded database (PGlite)', () => {
     expect(await second.query('select v from kept')).toEqual([{ v: 'still here' }]);
     expect(await second.version()).toMatch(/^PostgreSQL \d+/);
     await second.close();
-  }, 60_000);
+  });
 
   it('makes a new data directory from the version\'s template, not a fresh initdb', async () => {
     const open = async () => {
@@ -31,7 +31,7 @@ describe('embedded database (PGlite)', () => {
     expect(await open()).toBe(first);
     expect(existsSync(join(pgliteTemplateDir(), 'PG_VERSION'))).toBe(true);
     expect(pgliteTemplateDir()).toMatch(/node_modules\/\.cache\/pglite\/\d+\.\d+\.\d+$/);
-  }, 120_000);
+  });
 
   it('refuses a data directory another live process owns, naming it', async () => {
     const dataDir = join(await mkdtemp(join(tmpdir(), 'pglite-')), 'db');
@@ -60,5 +60,5 @@ describe('embedded database (PGlite)', () => {
     expect(await reopened.query('select 1 as one')).toEqual([{ one: 1 }]);
     await reopened.close();
     expect(existsSync(`${dataDir}.lock`)).toBe(false);
-  }, 60_000);
+  });
 });

@@ -24,6 +24,7 @@ import {
 import { LIVE_REVOCATIONS_REQUEST, type RevocationEvent } from '@app/contracts';
 import { exportJWK, generateKeyPair, SignJWT, type JWK, type JWTPayload, type CryptoKey } from 'jose';
 import pg from 'pg';
+import { SETTLE_BUDGET_MS } from './budgets.js';
 
 /** The real servers named by the environment, when a suite should also run against them. */
 export const REAL = {
@@ -329,8 +330,11 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
   return { port, stop, start };
 }
 
-/** Polls `probe` until it returns true or the timeout passes; returns the last result. */
-export async function eventually(probe: () => Promise<boolean>, timeoutMs = 10_000, intervalMs = 100): Promise<boolean> {
+/**
+ * Polls `probe` until it returns true or the timeout passes; returns the last result. The
+ * timeout guards against a hang only: a test asserts that the thing happens, not how soon.
+ */
+export async function eventually(probe: () => Promise<boolean>, timeoutMs = SETTLE_BUDGET_MS, intervalMs = 100): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (await probe()) return true;
@@ -347,6 +351,7 @@ export async function readJson(response: Response): Promise<Json> {
   return (await response.json()) as Json;
 }
 
+export * from './budgets.js';
 export * from './directory-double.js';
 export * from './independent-jws.js';
 export * from './fault-proxy.js';

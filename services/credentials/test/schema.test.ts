@@ -15,7 +15,7 @@ describe.each(testModes())('credentials schema.prisma and migrations (%s)', (mod
     deps = await openTestDependencies(mode);
     await migrate(deps.database, { schema: 'credentials', directory: migrations, logger: deps.logger });
     prisma = createPrismaClient(PrismaClient, deps.database);
-  }, 60_000);
+  });
   afterAll(async () => {
     await prisma.$disconnect();
     await deps.dispose();

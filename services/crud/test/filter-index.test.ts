@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createDomainRepository, type ListQuery, type PrismaRawClient } from '@app/crud';
 import { migrate, pageOf } from '@app/platform';
 import { openTestDependencies, testModes } from '@app/testing';
@@ -7,8 +7,6 @@ import { createCrudPrisma } from '../src/repository.js';
 
 /** Large enough that a sequential scan costs the planner far more than an index read. */
 const ROWS = 100_000;
-
-jest.setTimeout(120_000);
 
 /**
  * A range filter on a column the domain indexes reads the index: the SQL the generic repository

@@ -3,7 +3,7 @@ import { connect, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { buildGateway } from '@app/gateway';
 import type { App } from '@app/platform';
-import { rawBody, rawHeader, rawRequest, silentLogger, testConfig } from '@app/testing';
+import { eventually, rawBody, rawHeader, rawRequest, SETTLE_BUDGET_MS, silentLogger, testConfig } from '@app/testing';
 
 /**
  * The gateway against requests an HTTP client would never send: raw sockets in front, and
@@ -33,7 +33,12 @@ describe('gateway: hostile input', () => {
     });
     await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
     const upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
-    gateway = await buildGateway(testConfig({ PLATFORM_SERVICES: 'sso', SSO_URL: upstreamUrl, HEALTH_URL: upstreamUrl, BODY_LIMIT: '65536' }), silentLogger());
+    // The upstream timeout outlasts any wait here: only an abort ends an upstream request early.
+    const upstreamTimeout = String(2 * SETTLE_BUDGET_MS);
+    gateway = await buildGateway(
+      testConfig({ PLATFORM_SERVICES: 'sso', SSO_URL: upstreamUrl, HEALTH_URL: upstreamUrl, BODY_LIMIT: '65536', UPSTREAM_TIMEOUT_MS: upstreamTimeout }),
+      silentLogger(),
+    );
     url = await gateway.listen({ host: '127.0.0.1', port: 0 });
     host = new URL(url).host;
   });
@@ -64,14 +69,12 @@ describe('gateway: hostile input', () => {
     expect(reply.status).toBe(200);
     expect(rawHeader(reply, 'connection')).toBe('close');
     expect(reply.closed).toBe(true);
-    expect(reply.elapsedMs).toBeLessThan(1_000);
   });
 
   it('HTTP/1.0 is answered and closed', async () => {
     const reply = await rawRequest(url, `POST /api/v1/sso/token HTTP/1.0\r\nHost: ${host}\r\nContent-Length: 0\r\n\r\n`);
     expect(reply.status).toBe(200);
     expect(reply.closed).toBe(true);
-    expect(reply.elapsedMs).toBeLessThan(1_000);
   });
 
   it("the upstream's hop-by-hop headers stay on its own connection", async () => {
@@ -94,7 +97,6 @@ describe('gateway: hostile input', () => {
     const reply = await rawRequest(url, tokenRequest(`Content-Length: ${body.length}\r\n`, body));
     expect(reply.status).toBe(413);
     expect(reply.closed).toBe(true);
-    expect(reply.elapsedMs).toBeLessThan(1_000);
     expect(rawBody(reply)).toEqual({ error: 'invalid_request', error_description: 'The request body is too large.' });
     expect(seen).toHaveLength(0);
   });
@@ -158,12 +160,12 @@ describe('gateway: hostile input', () => {
     const closed = new Promise<void>((resolve) => client.on('close', () => resolve()));
     client.write(`POST /api/v1/sso/token HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n`);
     // The upstream request has begun, its body streaming: now a chunk size that is no number.
-    for (const deadline = Date.now() + 2_000; seen.length === 0 && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 10));
+    await eventually(async () => seen.length > 0, SETTLE_BUDGET_MS, 10);
     expect(seen).toHaveLength(1);
     client.write('zz\r\n{}\r\n0\r\n\r\n');
     await closed;
     expect(answer).toMatch(/^HTTP\/1\.1 4\d\d /);
-    for (const deadline = Date.now() + 1_000; !seen[0]!.closed && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 10));
+    await eventually(async () => seen[0]!.closed, SETTLE_BUDGET_MS, 10);
     expect(seen[0]).toMatchObject({ complete: false, closed: true });
   });
 });

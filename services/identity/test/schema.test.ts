@@ -14,7 +14,7 @@ describe.each(testModes())('identity schema.prisma and migrations (%s)', (mode) 
     deps = await openTestDependencies(mode);
     await migrate(deps.database, { schema: 'identity', directory: migrations, logger: deps.logger });
     prisma = createPrismaClient(PrismaClient, deps.database);
-  }, 60_000);
+  });
   afterAll(async () => {
     await prisma.$disconnect();
     await deps.dispose();

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { createHttpClients, createPrismaClient, enqueueEvent, migrate } from '@app/platform';
 import { openTestDependencies, testModes } from '@app/testing';
@@ -6,9 +6,6 @@ import { PrismaClient } from '../src/generated/prisma/client.js';
 import { SSO_MIGRATIONS } from '../src/index.js';
 import { clientAddress, parseTrustedProxies } from '@app/platform';
 import { listenSso, startSso } from './support.js';
-
-// Suites start real servers; jest's projects mode ignores the preset's testTimeout.
-jest.setTimeout(30_000);
 
 const waitFor = async (check: () => boolean | Promise<boolean>) => {
   for (let i = 0; i < 200 && !(await check()); i++) await new Promise((resolve) => setTimeout(resolve, 25));
@@ -170,7 +167,7 @@ describe.each(testModes())('schema.prisma and the migrations (%s)', (mode) => {
     deps = await openTestDependencies(mode);
     await migrate(deps.database, { schema: 'sso', directory: SSO_MIGRATIONS, logger: deps.logger });
   });
-  afterAll(() => deps.dispose(), 30_000);
+  afterAll(() => deps.dispose());
 
   it('round-trips every model through Prisma on a freshly migrated database', async () => {
     const prisma = createPrismaClient(PrismaClient, deps.database);

@@ -1,21 +1,18 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { LiveRevocationsRequest } from '@app/contracts';
 import { busRevocationSource } from '@app/platform';
-import { eventually, testModes } from '@app/testing';
+import { eventually, SETTLE_BUDGET_MS, testModes } from '@app/testing';
 import { hashRefreshToken } from '../src/tokens/service.js';
 import { ADDRESS_LIMIT, PAIR_LIMIT, USERNAME_LIMIT } from '../src/tokens/throttle.js';
 import { PASSWORD, startSso, type SsoUnderTest } from './support.js';
-
-// Suites start real servers; jest's projects mode ignores the preset's testTimeout.
-jest.setTimeout(30_000);
 
 describe.each(testModes())('failed-login throttling (%s)', (mode) => {
   let sso: SsoUnderTest;
   beforeAll(async () => {
     sso = await startSso(mode, { TRUST_PROXY: 'loopback' });
   });
-  afterAll(() => sso.close(), 30_000);
+  afterAll(() => sso.close());
 
   // The peer is loopback, which this sso trusts as the gateway (TRUST_PROXY=loopback, as a split deployment sets): its X-Forwarded-For names the client.
   const from = (address: string) => ({ 'x-forwarded-for': address });
@@ -75,7 +72,7 @@ describe.each(testModes())('credential events (%s)', (mode) => {
   beforeAll(async () => {
     sso = await startSso(mode);
   });
-  afterAll(() => sso.close(), 30_000);
+  afterAll(() => sso.close());
 
   const signIn = async (email: string) => String((await sso.token({ grant_type: 'password', username: email, password: PASSWORD })).body.refresh_token);
   const refreshUntilRefused = async (token: string) => {
@@ -113,7 +110,7 @@ describe.each(testModes())('credential events (%s)', (mode) => {
     return entries;
   };
   const recordedEventually = async (match: Record<string, unknown>) => {
-    await eventually(async () => (await recorded()).some((entry) => Object.entries(match).every(([key, value]) => entry[key] === value)), 5_000, 20);
+    await eventually(async () => (await recorded()).some((entry) => Object.entries(match).every(([key, value]) => entry[key] === value)), SETTLE_BUDGET_MS, 20);
     return (await recorded()).find((entry) => Object.entries(match).every(([key, value]) => entry[key] === value));
   };
 

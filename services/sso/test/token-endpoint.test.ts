@@ -1,10 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { testModes } from '@app/testing';
 import { FIRST_PARTY_CLIENT_ID } from '../src/clients/first-party.js';
 import { PASSWORD, startSso, verifyIndependently, type SsoUnderTest } from './support.js';
-
-// Suites start real servers; jest's projects mode ignores the preset's testTimeout.
-jest.setTimeout(30_000);
 
 describe.each(testModes())('token endpoint (%s)', (mode) => {
   let sso: SsoUnderTest;
@@ -15,7 +12,7 @@ describe.each(testModes())('token endpoint (%s)', (mode) => {
     userId = sso.double.addIdentity({ email: 'ada@example.com', password: PASSWORD }).id;
     adminId = sso.double.addIdentity({ email: 'root@example.com', password: PASSWORD, roles: ['admin'] }).id;
   });
-  afterAll(() => sso.close(), 30_000);
+  afterAll(() => sso.close());
 
   const jwks = async () => (await (await fetch(`${sso.url}/api/v1/sso/jwks`)).json()) as { keys: Record<string, unknown>[] };
 
