@@ -338,6 +338,7 @@ export async function readJson(response: Response): Promise<Json> {
 export * from './directory-double.js';
 export * from './independent-jws.js';
 export * from './fault-proxy.js';
+export * from './fake-postgres.js';
 export * from './raw-http.js';
 
 /** The CORS headers of an answer (`access-control-*`), from fetch's Headers or inject's record. */
