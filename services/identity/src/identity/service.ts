@@ -1,6 +1,7 @@
 import type { IdentityEvent, InternalIdentity } from '@app/contracts';
 import {
   bumpSignInGeneration,
+  createOutageLog,
   entityTag,
   forbidden,
   isAdmin,
@@ -63,6 +64,10 @@ export function createIdentityService(deps: IdentityServiceDeps) {
   const { repository, cache, logger } = deps;
   /** Concurrent misses on one id share one database read. */
   const inFlight = new Map<string, Promise<TaggedIdentity | null>>();
+  const cacheOutage = createOutageLog(logger, 'cache', {
+    down: 'identity cache unavailable; reading the database until it answers again',
+    up: 'identity cache answers again',
+  });
 
   /**
    * The cache fails open: an unreachable cache costs a database read, never a request. A hit's
@@ -71,9 +76,10 @@ export function createIdentityService(deps: IdentityServiceDeps) {
   const cached = async (id: string): Promise<TaggedIdentity | null> => {
     try {
       const hit = await cache.get(recordKey(id));
+      cacheOutage.succeeded();
       if (hit) return tagged(JSON.parse(hit) as IdentityRecord, hit);
     } catch (error) {
-      logger.warn({ err: error }, 'identity cache read failed; reading the database');
+      cacheOutage.failed(error);
     }
     let pending = inFlight.get(id);
     if (!pending) {
