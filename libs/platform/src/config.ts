@@ -100,6 +100,11 @@ const configShape = z.object({
   DATABASE_URL: urlWithProtocols(['postgres', 'postgresql']).optional(),
   /** Connections per service process; Postgres' default max_connections is 100. */
   DATABASE_POOL_MAX: positiveInt('a whole number of connections, at least 1').default(10),
+  /**
+   * The statement budget: how long a statement, or a wait for a pool connection, may take
+   * before the request answers 503. A burst that only queues for a busy pool waits within it.
+   */
+  DATABASE_STATEMENT_TIMEOUT_MS: positiveInt('a duration in milliseconds').default(3_000),
   /** Where the embedded database (PGlite) keeps its files when DATABASE_URL is unset. */
   DATA_DIR: z.string().min(1).default('.data'),
   REDIS_URL: urlWithProtocols(['redis', 'rediss']).optional(),
@@ -377,6 +382,7 @@ export const SHARED_CONFIG: readonly ConfigKey[] = [
   'PORT',
   'DATABASE_URL',
   'DATABASE_POOL_MAX',
+  'DATABASE_STATEMENT_TIMEOUT_MS',
   'DATA_DIR',
   'REDIS_URL',
   'CACHE_MAX_ENTRIES',

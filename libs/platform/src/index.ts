@@ -1,5 +1,6 @@
 export * from './config.js';
 export * from './logger.js';
+export * from './outage-log.js';
 export * from './release.js';
 export * from './runtime.js';
 export * from './http/app.js';

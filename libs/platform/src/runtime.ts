@@ -38,7 +38,7 @@ export async function openDependencies(
   options: { name: string; cacheKeyPrefix?: string; pgliteDir?: string } = { name: 'platform' },
 ): Promise<Dependencies> {
   const database = config.DATABASE_URL
-    ? openPostgres({ url: config.DATABASE_URL, poolMax: config.DATABASE_POOL_MAX, logger })
+    ? openPostgres({ url: config.DATABASE_URL, poolMax: config.DATABASE_POOL_MAX, queryTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS, logger })
     : await openPGlite({ dataDir: options.pgliteDir ?? join(config.DATA_DIR, 'pglite'), logger });
   const cache = config.REDIS_URL
     ? await createRedisCache({

@@ -2,8 +2,20 @@ import { randomUUID } from 'node:crypto';
 import { createServer, connect, type AddressInfo, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { UpstreamError } from '@app/contracts';
-import { AppError, createNatsBus, createRedisCache, createTokenVerifier, isDependencyUnavailable, openPostgres, type Bus, type Cache, type Database } from '@app/platform';
-import { createTestDatabase, eventually, REAL, SETTLE_BUDGET_MS, silentLogger, startFaultProxy, type FaultProxy } from '@app/testing';
+import {
+  AppError,
+  createLogger,
+  createNatsBus,
+  createOutageLog,
+  createRedisCache,
+  createTokenVerifier,
+  isDependencyUnavailable,
+  openPostgres,
+  type Bus,
+  type Cache,
+  type Database,
+} from '@app/platform';
+import { createTestDatabase, eventually, fakePostgres, REAL, SETTLE_BUDGET_MS, silentLogger, startFaultProxy, type FaultProxy } from '@app/testing';
 
 const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const hostPort = (url: string) => ({ host: new URL(url).hostname, port: Number(new URL(url).port) });
@@ -122,6 +134,47 @@ describe('fault proxy', () => {
   });
 });
 
+/** A PrismaClientKnownRequestError's shape for a server error its driver adapter passed on. */
+function prismaDatabaseError(code: string, sqlState: string, message: string) {
+  const driverAdapterError = Object.assign(new Error(message), {
+    name: 'DriverAdapterError',
+    cause: { originalCode: sqlState, originalMessage: message, kind: 'postgres', code: sqlState, severity: 'FATAL', message },
+  });
+  return Object.assign(new Error(`Database error. Code: \`${sqlState}\`. Message: \`${message}\``), {
+    name: 'PrismaClientKnownRequestError',
+    code,
+    meta: { modelName: 'RefreshToken', driverAdapterError },
+  });
+}
+
+/** A logger whose lines (parsed) a test reads. */
+function capturedLogger(level: 'info' | 'warn' = 'info') {
+  const lines: { level: number; msg: string; [field: string]: unknown }[] = [];
+  const logger = createLogger({ LOG_LEVEL: level }, { write: (line: string) => void lines.push(JSON.parse(line) as (typeof lines)[number]) });
+  return { logger, lines };
+}
+
+describe('createOutageLog', () => {
+  it('logs an outage once when it starts, with its first error, and once when it ends, with the count of failures', () => {
+    const { logger, lines } = capturedLogger();
+    const outage = createOutageLog(logger, 'cache', { fields: { domain: 'product' } });
+    outage.succeeded();
+    for (let n = 0; n < 50; n++) outage.failed(new Error(`refused ${n}`));
+    expect(outage.down).toBe(true);
+    outage.succeeded();
+    outage.succeeded();
+    outage.failed(new Error('again'));
+    outage.succeeded();
+    expect(lines.map(({ level, msg, dependency, domain, failures, err }) => ({ level, msg, dependency, domain, failures, err: (err as { message?: string })?.message }))).toEqual([
+      { level: 40, msg: 'cache unavailable', dependency: 'cache', domain: 'product', failures: undefined, err: 'refused 0' },
+      { level: 30, msg: 'cache available again', dependency: 'cache', domain: 'product', failures: 50, err: undefined },
+      { level: 40, msg: 'cache unavailable', dependency: 'cache', domain: 'product', failures: undefined, err: 'again' },
+      { level: 30, msg: 'cache available again', dependency: 'cache', domain: 'product', failures: 1, err: undefined },
+    ]);
+    expect(outage.down).toBe(false);
+  });
+});
+
 describe('isDependencyUnavailable', () => {
   const socketError = (code: string) => Object.assign(new Error(`connect ${code} 127.0.0.1:5432`), { code, syscall: 'connect', errno: -1 });
   it.each([
@@ -136,6 +189,10 @@ describe('isDependencyUnavailable', () => {
     ['Prisma finding no connection in time', Object.assign(new Error('Timed out fetching a new connection'), { code: 'P2024' })],
     ['the driver adapter', Object.assign(new Error('adapter'), { cause: { kind: 'ConnectionClosed' } })],
     ['a peer service', new UpstreamError('identity', 'unreachable')],
+    // As Prisma 7 really throws them (seen against a server answering 57P03 at connect): its
+    // own code says only "database error", the adapter's error in meta carries the SQLSTATE.
+    ['Prisma on a server starting up (P2039)', prismaDatabaseError('P2039', '57P03', 'the database system is starting up')],
+    ['Prisma raw query on a server shutting down (P2010)', prismaDatabaseError('P2010', '57P01', 'terminating connection due to administrator command')],
   ])('is true for %s', (_name, error) => {
     expect(isDependencyUnavailable(error)).toBe(true);
   });
@@ -144,6 +201,7 @@ describe('isDependencyUnavailable', () => {
     ['a syntax error', Object.assign(new Error('syntax error at or near'), { code: '42601' })],
     ['a bug', new TypeError("Cannot read properties of undefined (reading 'id')")],
     ['a Prisma record not found', Object.assign(new Error('No record found'), { code: 'P2025' })],
+    ['Prisma on a unique violation the adapter passed on (P2039)', prismaDatabaseError('P2039', '23505', 'duplicate key value violates unique constraint')],
     ['nothing', undefined],
   ])('is false for %s', (_name, error) => {
     expect(isDependencyUnavailable(error)).toBe(false);
@@ -332,4 +390,51 @@ describeIf(REAL.natsUrl)('nats through a fault proxy', () => {
     expect(await eventually(async () => (await timed(() => bus.publish('fault.after', {}, { id: after }))).ok, SETTLE_BUDGET_MS, 250)).toBe(true);
     expect(await eventually(async () => received.includes(after))).toBe(true);
   });
+});
+
+describeIf(REAL.databaseUrl)('postgres starting up, frozen, or only busy', () => {
+  let testDb: Awaited<ReturnType<typeof createTestDatabase>>;
+  let proxy: FaultProxy;
+  beforeAll(async () => {
+    testDb = await createTestDatabase(REAL.databaseUrl!);
+    proxy = await startFaultProxy(hostPort(testDb.url));
+  });
+  afterAll(async () => {
+    await proxy?.close();
+    await testDb?.drop();
+  });
+
+  it('a burst that only queues for a one-connection pool waits its turn within the statement budget, and every statement succeeds', async () => {
+    const database = openPostgres({ url: testDb.url, poolMax: 1, queryTimeoutMs: 60_000, logger: silentLogger() });
+    try {
+      // 20 statements of 100 ms each, in turn on one connection: the last waits about 2 s for it.
+      const outcomes = await Promise.all(Array.from({ length: 20 }, () => timed(() => database.query('select pg_sleep(0.1)'))));
+      expect(outcomes.filter((outcome) => !outcome.ok).map((outcome) => String(outcome.error))).toEqual([]);
+    } finally {
+      await database.close();
+    }
+  });
+
+  it.each(['starting-up', 'frozen'] as const)(
+    'when %s: statements fail as unavailable, the pool logs one down line for all of them, and one up line with their count once it is back',
+    async (behaviour) => {
+      const { logger, lines } = capturedLogger();
+      const database = openPostgres({ url: proxy.url(testDb.url), poolMax: 4, queryTimeoutMs: 500, logger });
+      try {
+        await database.query('select 1');
+        proxy.impersonate(fakePostgres(behaviour));
+        const failed = await Promise.all(Array.from({ length: 12 }, () => timed(() => database.query('select 1'))));
+        expect(failed.filter((outcome) => outcome.ok || !isDependencyUnavailable(outcome.error)).map((outcome) => String(outcome.error))).toEqual([]);
+        if (behaviour === 'starting-up') expect(failed.map((outcome) => (outcome.error as { code?: string }).code)).toContain('57P03');
+        proxy.restore();
+        expect(await eventually(async () => (await timed(() => database.query('select 1'))).ok, SETTLE_BUDGET_MS, 100)).toBe(true);
+        const pool = lines.filter((line) => line.dependency === 'postgres');
+        expect(pool.map((line) => line.msg)).toEqual(['postgres unavailable; requests that need it answer 503 until it is back', 'postgres available again']);
+        expect(pool[1]!.failures).toBeGreaterThanOrEqual(12);
+      } finally {
+        proxy.restore();
+        await database.close();
+      }
+    },
+  );
 });

@@ -1,6 +1,7 @@
+import { Transform } from 'node:stream';
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 
-export type FaultMode = 'open' | 'cut' | 'blackhole';
+export type FaultMode = 'open' | 'cut' | 'blackhole' | 'impersonate';
 
 export interface FaultProxy {
   /** The loopback port clients connect to; it stays the same through every fault. */
@@ -17,7 +18,18 @@ export interface FaultProxy {
    * without an answer: a hung server or a network that drops packets.
    */
   blackhole(): void;
-  /** Forwards again. Held connections are destroyed first: their bytes in flight are gone. */
+  /**
+   * Resets every connection, as `cut` does, and hands each new one to `handler` instead of
+   * the server: a server that answers but cannot serve (see `fakePostgres`).
+   */
+  impersonate(handler: (client: Socket) => void): void;
+  /**
+   * Holds every chunk the server sends for `latencyMs` before passing it on, on open
+   * connections and new ones: a slow server or network, under which statements take longer
+   * and a small pool has requests queueing for it. `restore()` ends it.
+   */
+  slow(latencyMs: number): void;
+  /** Forwards again. Held and impersonated connections are destroyed first: their bytes in flight are gone. */
   restore(): void;
   close(): Promise<void>;
 }
@@ -29,6 +41,8 @@ export interface FaultProxy {
  */
 export async function startFaultProxy(target: { host: string; port: number }): Promise<FaultProxy> {
   let mode: FaultMode = 'open';
+  let impersonator: ((client: Socket) => void) | undefined;
+  let latencyMs = 0;
   let accepted = 0;
   /** Each client socket with the upstream socket it is piped to (none while held). */
   const links = new Map<Socket, Socket | undefined>();
@@ -60,11 +74,21 @@ export async function startFaultProxy(target: { host: string; port: number }): P
       client.on('data', () => undefined);
       return;
     }
+    if (mode === 'impersonate') {
+      links.set(client, undefined);
+      impersonator!(client);
+      return;
+    }
     const upstream = connect(target.port, target.host);
     links.set(client, upstream);
     upstream.on('error', () => destroy(client));
     upstream.on('close', () => destroy(client));
-    client.pipe(upstream).pipe(client);
+    // Chunks from the server wait out the latency one after another, so they keep their order.
+    const late = new Transform({
+      transform: (chunk, _encoding, done) => (latencyMs > 0 ? setTimeout(() => done(null, chunk), latencyMs) : done(null, chunk)),
+    });
+    late.on('error', () => undefined);
+    client.pipe(upstream).pipe(late).pipe(client);
   });
   await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
@@ -103,8 +127,17 @@ export async function startFaultProxy(target: { host: string; port: number }): P
         client.resume();
       }
     },
+    impersonate: (handler) => {
+      mode = 'impersonate';
+      impersonator = handler;
+      for (const client of [...links.keys()]) destroy(client);
+    },
+    slow: (ms) => {
+      latencyMs = ms;
+    },
     restore: () => {
-      if (mode === 'blackhole') for (const client of [...links.keys()]) destroy(client);
+      latencyMs = 0;
+      if (mode === 'blackhole' || mode === 'impersonate') for (const client of [...links.keys()]) destroy(client);
       mode = 'open';
     },
     close: async () => {

@@ -355,6 +355,7 @@ export * from './budgets.js';
 export * from './directory-double.js';
 export * from './independent-jws.js';
 export * from './fault-proxy.js';
+export * from './fake-postgres.js';
 export * from './raw-http.js';
 
 /** The CORS headers of an answer (`access-control-*`), from fetch's Headers or inject's record. */

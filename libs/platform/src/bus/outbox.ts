@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { quoteIdent, type Database } from '../db/database.js';
 import type { Logger } from '../logger.js';
+import { createOutageLog } from '../outage-log.js';
 import type { Bus } from './bus.js';
 
 /**
@@ -63,7 +64,11 @@ export function startOutboxRelay(options: {
   let stopped = false;
   let running: Promise<void> | undefined;
   let again = false;
-  let failing = false;
+  const outage = createOutageLog(options.logger, 'outbox relay', {
+    down: 'outbox relay failed; retrying',
+    up: 'outbox relay recovered',
+    fields: { schema: options.schema },
+  });
 
   /** One round: lock a batch (other replicas skip it), publish it, delete it, all or nothing. */
   const round = () =>
@@ -83,11 +88,9 @@ export function startOutboxRelay(options: {
         while ((await round()) === BATCH) {
           // a full batch: there may be more
         }
-        if (failing) options.logger.info({ schema: options.schema }, 'outbox relay recovered');
-        failing = false;
+        outage.succeeded();
       } catch (error) {
-        if (!failing) options.logger.warn({ err: error, schema: options.schema }, 'outbox relay failed; retrying');
-        failing = true;
+        outage.failed(error);
       }
     } while (again && !stopped);
   };

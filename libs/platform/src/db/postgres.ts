@@ -2,7 +2,9 @@ import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import type { PrismaPg } from '@prisma/adapter-pg';
 import type pg from 'pg';
+import { isDependencyUnavailable } from '../http/errors.js';
 import type { Logger } from '../logger.js';
+import { createOutageLog, type OutageLog } from '../outage-log.js';
 import type { Database, SqlSession } from './database.js';
 
 export interface PostgresOptions {
@@ -11,7 +13,9 @@ export interface PostgresOptions {
   logger: Logger;
   /**
    * How long to wait for a connection, new or from the pool, before a query fails; keeps a
-   * dead server (or an exhausted pool) from stalling requests.
+   * dead server from stalling requests. Defaults to the statement budget (`queryTimeoutMs`):
+   * a burst that only queues for a busy pool waits as long as one statement may take, instead
+   * of failing while every connection is at work.
    */
   connectTimeoutMs?: number;
   /**
@@ -22,8 +26,10 @@ export interface PostgresOptions {
   queryTimeoutMs?: number;
 }
 
-/** Connect and pool-acquire timeout: with one query timeout, well under the 5 s an outage may take to answer. */
-export const CONNECT_TIMEOUT_MS = 1_500;
+/**
+ * The statement budget (`DATABASE_STATEMENT_TIMEOUT_MS`'s default): a statement, or a wait for
+ * a connection, fails past it, so an outage answers 503 in seconds.
+ */
 export const QUERY_TIMEOUT_MS = 3_000;
 /** Migration scripts and waits for an advisory lock, which another replica may hold for a while. */
 const LONG_QUERY_TIMEOUT_MS = 10 * 60_000;
@@ -91,22 +97,35 @@ function sessionOf(client: pg.PoolClient, depth = 0): SqlSession {
 }
 
 /**
+ * Watches every statement of a connection, promise or callback style (the pool's own `query`
+ * and Prisma's adapter use both): an answer, even an error the server sent, says the server
+ * is there; a connection that broke says it is not (`outage`).
+ *
  * A statement that timed out leaves node-postgres waiting on its connection for an answer
  * that may never come: the next statement there (a transaction's rollback, the next borrower's
  * query) would wait a whole timeout again. The connection is destroyed instead, so they fail
  * at once and the pool opens a fresh one.
  */
-function dropOnReadTimeout(client: pg.PoolClient): void {
+function watchStatements(client: pg.PoolClient, outage: OutageLog): void {
+  const settled = (error: unknown) => {
+    if (isDependencyUnavailable(error)) outage.failed(error);
+    else if (!error || isServerError(error)) outage.succeeded();
+    if (error instanceof Error && error.message === 'Query read timeout') {
+      (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+    }
+  };
   const query = client.query.bind(client) as (...args: unknown[]) => unknown;
   (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
-    const result = query(...args);
-    if (result instanceof Promise) {
-      result.catch((error: unknown) => {
-        if (error instanceof Error && error.message === 'Query read timeout') {
-          (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
-        }
-      });
+    const last = args.length - 1;
+    const callback = args[last];
+    if (typeof callback === 'function') {
+      args[last] = (error: unknown, ...rest: unknown[]) => {
+        settled(error);
+        return (callback as (...a: unknown[]) => unknown)(error, ...rest);
+      };
     }
+    const result = query(...args);
+    if (result instanceof Promise) result.then(() => settled(undefined), settled);
     return result;
   };
 }
@@ -120,7 +139,7 @@ export function openPostgres(options: PostgresOptions): Database {
   const pool = new (driver().Pool)({
     connectionString: options.url,
     max: options.poolMax,
-    connectionTimeoutMillis: options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS,
+    connectionTimeoutMillis: options.connectTimeoutMs ?? options.queryTimeoutMs ?? QUERY_TIMEOUT_MS,
     query_timeout: options.queryTimeoutMs ?? QUERY_TIMEOUT_MS,
     idleTimeoutMillis: 30_000,
     // A connection whose peer vanished without a word (no FIN, no RST) is found out by probes.
@@ -128,12 +147,12 @@ export function openPostgres(options: PostgresOptions): Database {
     keepAliveInitialDelayMillis: 10_000,
     types: rowTypes,
   });
-  // Log an outage once, and its end, not every connection it breaks.
-  let lost = false;
-  const onLost = (error: Error) => {
-    if (!lost) options.logger.warn({ err: error }, 'postgres connection lost; requests that need it answer 503 until it is back');
-    lost = true;
-  };
+  // Log an outage once, and its end with a count, not every connection or statement it breaks.
+  const outage = createOutageLog(options.logger, 'postgres', {
+    down: 'postgres unavailable; requests that need it answer 503 until it is back',
+    up: 'postgres available again',
+  });
+  const onLost = (error: Error) => outage.failed(error);
   // An idle client whose server went away emits here; without a listener it would crash the process.
   pool.on('error', onLost);
   // Every client gets its own listener for all its life: whoever checked it out (this port, or
@@ -141,10 +160,24 @@ export function openPostgres(options: PostgresOptions): Database {
   // and an unheard 'error' on a Client ends the process. Its next query rejects instead.
   pool.on('connect', (client) => {
     client.on('error', onLost);
-    dropOnReadTimeout(client);
-    if (lost) options.logger.info('postgres connection restored');
-    lost = false;
+    watchStatements(client, outage);
   });
+  // A connection that could not be had (refused, the server starting up, no answer in time)
+  // never reaches a client's listeners: the pool's `connect`, which its `query` and Prisma's
+  // adapter call too, reports it.
+  const acquire = pool.connect.bind(pool) as (callback?: (error: Error | undefined, ...rest: unknown[]) => void) => unknown;
+  (pool as unknown as { connect: typeof acquire }).connect = (callback) => {
+    if (callback) {
+      return acquire((error, ...rest) => {
+        if (isDependencyUnavailable(error)) outage.failed(error);
+        callback(error, ...rest);
+      });
+    }
+    return (acquire() as Promise<pg.PoolClient>).catch((error: unknown) => {
+      if (isDependencyUnavailable(error)) outage.failed(error);
+      throw error;
+    });
+  };
 
   const withClient = async <T>(fn: (session: SqlSession, client: pg.PoolClient) => Promise<T>): Promise<T> => {
     const client = await pool.connect();

@@ -154,20 +154,35 @@ const isUnavailableSqlState = (code: string) => /^08[0-9A-Z]{3}$/.test(code) || 
 const UNAVAILABLE_MESSAGE =
   /connection terminated|timeout exceeded when trying to connect|query read timeout|connection ended|client has encountered a connection error|cannot use a pool after calling end|can't reach database server|server has closed the connection|timed out fetching a new connection|unable to start a transaction in the given time|connection (?:is )?closed/i;
 
+interface ErrorLink {
+  code?: unknown;
+  originalCode?: unknown;
+  kind?: unknown;
+  message?: unknown;
+  cause?: unknown;
+  meta?: { driverAdapterError?: unknown };
+}
+
+const isUnavailableCode = (code: unknown) =>
+  typeof code === 'string' && (SOCKET_CODES.has(code) || PRISMA_CODES.has(code) || isUnavailableSqlState(code));
+
 /**
  * Whether an error says a dependency (database, peer service) cannot answer now, which is no
  * fault of the request: 503 with `Retry-After`, never 500. Walks the cause chain, as drivers
- * and Prisma wrap the socket's error.
+ * and Prisma wrap the socket's error. Prisma 7 reports a server's error that it has no code of
+ * its own for as P2039 (P2010 for raw queries) and keeps the driver adapter's error in
+ * `meta.driverAdapterError`, whose `cause` holds the SQLSTATE (`{ kind: 'postgres', code,
+ * originalCode }`): a server starting up (57P03) arrives so.
  */
 export function isDependencyUnavailable(error: unknown): boolean {
-  let current = error as { code?: unknown; kind?: unknown; message?: unknown; cause?: unknown } | undefined;
-  for (let depth = 0; current && typeof current === 'object' && depth < 6; depth++) {
+  let current = error as ErrorLink | undefined;
+  for (let depth = 0; current && typeof current === 'object' && depth < 8; depth++) {
     if (current instanceof UpstreamError) return true;
-    const { code, kind, message } = current;
-    if (typeof code === 'string' && (SOCKET_CODES.has(code) || PRISMA_CODES.has(code) || isUnavailableSqlState(code))) return true;
+    const { code, originalCode, kind, message } = current;
+    if (isUnavailableCode(code) || isUnavailableCode(originalCode)) return true;
     if (typeof kind === 'string' && ADAPTER_KINDS.has(kind)) return true;
     if (typeof message === 'string' && UNAVAILABLE_MESSAGE.test(message)) return true;
-    current = current.cause as typeof current;
+    current = (current.cause ?? current.meta?.driverAdapterError) as ErrorLink | undefined;
   }
   return false;
 }

@@ -1,6 +1,6 @@
 import rateLimit, { type RateLimitPluginOptions } from '@fastify/rate-limit';
 import { AppError, clientAddress, parseTrustedProxies, type App, type Cache, type Logger } from '@app/platform';
-import { createMemoryCache } from '@app/platform';
+import { createMemoryCache, createOutageLog } from '@app/platform';
 
 export interface SignupLimitOptions {
   /** Sign-ups one client address may make per window (SIGNUP_RATE_LIMIT). */
@@ -23,15 +23,25 @@ const FALLBACK_ENTRIES = 100_000;
  */
 function cacheStore(shared: Cache, logger: Logger) {
   const local = createMemoryCache({ maxEntries: FALLBACK_ENTRIES });
+  const outage = createOutageLog(logger, 'cache', {
+    down: 'sign-up limit: shared cache unavailable; counting in this process',
+    up: 'sign-up limit: shared cache answers again',
+  });
   return class CacheStore {
     incr(key: string, callback: (error: Error | null, result?: { current: number; ttl: number }) => void, timeWindow: number): void {
       const windowSeconds = Math.max(1, Math.ceil(timeWindow / 1000));
       const hit = (cache: Cache) => cache.hit(`identity:signup:${key}`, windowSeconds);
       hit(shared)
-        .catch((error: unknown) => {
-          logger.warn({ err: error }, 'sign-up limit: shared cache unavailable; counting in this process');
-          return hit(local);
-        })
+        .then(
+          (result) => {
+            outage.succeeded();
+            return result;
+          },
+          (error: unknown) => {
+            outage.failed(error);
+            return hit(local);
+          },
+        )
         .then(({ count, resetSeconds }) => callback(null, { current: count, ttl: resetSeconds * 1000 }), callback);
     }
 

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { negotiateLocale, translate, varyWith, type Locale, type MessageParams } from '@app/platform';
+import { DEPENDENCY_RETRY_AFTER_SECONDS, negotiateLocale, translate, varyWith, type Locale, type MessageParams } from '@app/platform';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import './messages.js';
 
@@ -143,6 +143,15 @@ export function errorPage(context: PageContext, message: string, status = 400): 
     title: context.t('sso.page.error.title'),
     body: `<h1>${escapeHtml(context.t('sso.page.error.title'))}</h1>\n${alert(message)}`,
   };
+}
+
+/**
+ * A dependency (the database, the cache, a peer service) cannot answer now: 503 with the
+ * platform's `Retry-After`, so a person retries in a moment and a script knows when.
+ */
+export function sendUnavailablePage(reply: FastifyReply, context: PageContext): FastifyReply {
+  reply.header('retry-after', String(DEPENDENCY_RETRY_AFTER_SECONDS));
+  return sendPage(reply, context, errorPage(context, context.t('sso.page.signIn.unavailable'), 503));
 }
 
 /** RP-initiated logout without proof the application asked: the user confirms. */

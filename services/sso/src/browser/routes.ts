@@ -1,6 +1,6 @@
-import type { App } from '@app/platform';
+import { isDependencyUnavailable, type App } from '@app/platform';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { errorPage, pageContext, sendPage } from './pages.js';
+import { errorPage, pageContext, sendPage, sendUnavailablePage } from './pages.js';
 import { AUTHORIZE_PATH, END_SESSION_PATH, LOGIN_PATH } from './paths.js';
 import type { BrowserSignIn } from './service.js';
 
@@ -14,15 +14,18 @@ export interface BrowserRoutesOptions {
 }
 
 /**
- * A browser is never answered with JSON: a malformed form is the "start again" page, and
- * anything unexpected a page that says nothing of what broke (the error is logged).
+ * A browser is never answered with JSON: a malformed form is the "start again" page, a
+ * dependency that cannot answer (the database, the cache, a peer service) the "try again in a
+ * moment" page with 503 and `Retry-After`, and anything else a 500 page that says nothing of
+ * what broke (the error is logged).
  */
 function pageErrorHandler(error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply) {
   const context = pageContext(request);
+  if (isDependencyUnavailable(error)) return sendUnavailablePage(reply, context);
   const status = (error as FastifyError).statusCode ?? 500;
   if (status >= 400 && status < 500) return sendPage(reply, context, errorPage(context, context.t('sso.page.error.expired'), status === 413 ? 413 : 400));
   request.log.error({ err: error }, 'browser sign-in failed');
-  return sendPage(reply, context, errorPage(context, context.t('sso.page.signIn.unavailable'), 503));
+  return sendPage(reply, context, errorPage(context, context.t('sso.page.signIn.unavailable'), 500));
 }
 
 /**

@@ -1,4 +1,5 @@
-import { negotiateLocale, translate, type App, type Logger } from '@app/platform';
+import { DEPENDENCY_RETRY_AFTER_SECONDS, isDependencyUnavailable, negotiateLocale, translate, type App, type Logger } from '@app/platform';
+import { pageContext, sendUnavailablePage } from '../browser/pages.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { BrowserSignIn } from '../browser/service.js';
@@ -29,9 +30,6 @@ const ERROR_PAGES = {
   502: htmlPage('Error page: the provider failed, timed out, or answered something that did not check out'),
   503: htmlPage('Error page: sign-in is temporarily unavailable'),
 };
-
-/** When to try again after a 503: identity, credentials or the cache were not answering. */
-const RETRY_AFTER_SECONDS = 5;
 
 /** The 503 page says when to retry (documented per route, since it is no problem document). */
 const responseHeaders = { 503: ['Retry-After'] } as const;
@@ -82,12 +80,14 @@ export async function federationRoutes(app: App, options: FederationRoutesOption
     const message = translate(locale, FAILURE_MESSAGE[failure.failure], { provider: federation.labelOf(provider), ...failure.params });
     const status = FAILURE_STATUS[failure.failure];
     // Our own dependencies are down: the person (or a script) may retry shortly.
-    if (status === 503) reply.header('retry-after', String(RETRY_AFTER_SECONDS));
-    return browser.renderSignInError(request, reply, {
-      ...(failure.requestId ? { requestId: failure.requestId } : {}),
-      message,
-      status,
-    });
+    if (status === 503) reply.header('retry-after', String(DEPENDENCY_RETRY_AFTER_SECONDS));
+    return browser
+      .renderSignInError(request, reply, { ...(failure.requestId ? { requestId: failure.requestId } : {}), message, status })
+      .catch((renderError: unknown) => {
+        // The pending request could not be read (the database is down): still a page, never JSON.
+        if (isDependencyUnavailable(renderError)) return sendUnavailablePage(reply, pageContext(request));
+        throw renderError;
+      });
   };
 
   app.get(

@@ -1,3 +1,5 @@
+import { DEPENDENCY_RETRY_AFTER_SECONDS } from '@app/platform';
+
 /**
  * The token and revocation endpoints answer errors as RFC 6749 §5.2 says, not as problem+json:
  * OAuth clients read `error` and `error_description`.
@@ -12,7 +14,8 @@ export type OAuthErrorCode =
   | 'unsupported_token_type'
   | 'slow_down'
   | 'temporarily_unavailable'
-  | 'insufficient_scope';
+  | 'insufficient_scope'
+  | 'server_error';
 
 export class OAuthError extends Error {
   constructor(
@@ -52,6 +55,14 @@ export const insufficientRole = (role: string) =>
 export const tooManyAttempts = (retryAfter: number) =>
   new OAuthError('slow_down', `Too many failed attempts; retry after ${retryAfter} seconds.`, 429, { 'retry-after': String(retryAfter) });
 
-/** identity or credentials could not answer; nothing about the caller's input is known yet. */
+/**
+ * A dependency (identity, credentials, the database, the cache) could not answer; nothing about
+ * the caller's input is known yet. 503 with the platform's `Retry-After`, as every route answers an outage.
+ */
 export const upstreamUnavailable = () =>
-  new OAuthError('temporarily_unavailable', 'The sign-in service is temporarily unavailable; retry shortly.', 503, { 'retry-after': '1' });
+  new OAuthError('temporarily_unavailable', 'The sign-in service is temporarily unavailable; retry shortly.', 503, {
+    'retry-after': String(DEPENDENCY_RETRY_AFTER_SECONDS),
+  });
+
+/** A fault of ours, not of a dependency (RFC 6749 §4.1.2.1's `server_error`, as the token endpoint answers it too). */
+export const serverError = () => new OAuthError('server_error', 'Something went wrong on our side.', 500);

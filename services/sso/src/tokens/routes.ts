@@ -3,8 +3,8 @@ import type { App } from '@app/platform';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { BlockList } from 'node:net';
 import { z } from 'zod';
-import { bearerToken, clientAddress, type TokenVerifier } from '@app/platform';
-import { insufficientRole, invalidClient, invalidRequest, OAuthError } from './errors.js';
+import { bearerToken, clientAddress, isDependencyUnavailable, type TokenVerifier } from '@app/platform';
+import { insufficientRole, invalidClient, invalidRequest, OAuthError, serverError, upstreamUnavailable } from './errors.js';
 import { introspectionRequestSchema, introspectionResponseSchema, oauthErrorSchema, revokeRequestSchema, tokenRequestSchema, tokenResponseSchema } from './schemas.js';
 import type { GrantContext, TokenService } from './service.js';
 
@@ -30,15 +30,19 @@ function sendOAuthError(reply: FastifyReply, error: OAuthError): FastifyReply {
 
 /**
  * Anything that goes wrong before the handler (a malformed form, invalid JSON, an unknown
- * content type) is still answered as OAuth clients expect: `invalid_request`.
+ * content type) is still answered as OAuth clients expect: `invalid_request`. A dependency
+ * that cannot answer (the database down or starting up, a pool with no connection in time) is
+ * 503 `temporarily_unavailable` with `Retry-After`; only a fault of ours is 500 `server_error`.
  */
 function oauthErrorHandler(error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply) {
   if (error instanceof OAuthError) return sendOAuthError(reply, error);
+  // Not logged here: the request's one log line (request-log.ts) carries the cause.
+  if (isDependencyUnavailable(error)) return sendOAuthError(reply, upstreamUnavailable());
   const status = (error as FastifyError).statusCode ?? 500;
   if (status === 413) return sendOAuthError(reply, new OAuthError(OAUTH_BODY_TOO_LARGE.error, OAUTH_BODY_TOO_LARGE.error_description, 413));
   if (status >= 400 && status < 500) return sendOAuthError(reply, invalidRequest('The request body must be a form (application/x-www-form-urlencoded) or a JSON object.'));
   request.log.error({ err: error }, 'token request failed');
-  return sendOAuthError(reply, new OAuthError('temporarily_unavailable', 'Something went wrong on our side; retry shortly.', 500));
+  return sendOAuthError(reply, serverError());
 }
 
 /** RFC 6749 §2.3.1: `Basic base64(urlencoded(client_id) ":" urlencoded(client_secret))`. */
@@ -166,7 +170,8 @@ export async function tokenRoutes(app: App, options: TokenRoutesOptions): Promis
           'or already revoked tokens too, as RFC 7009 requires.',
         consumes,
         body: revokeRequestSchema,
-        response: { 200: z.object({}).describe('Empty'), 400: oauthErrorSchema, 413: oauthErrorSchema, 500: oauthErrorSchema },
+        response: { 200: z.object({}).describe('Empty'), 400: oauthErrorSchema, 413: oauthErrorSchema, 500: oauthErrorSchema, 503: oauthErrorSchema },
+        responseHeaders: { 503: ['Retry-After'] },
       },
     },
     async (request, reply) => {

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { createMemoryCache, type Cache, type Logger } from '@app/platform';
+import { createMemoryCache, createOutageLog, type Cache, type Logger } from '@app/platform';
 
 /**
  * Limits on failed sign-ins, kept in the shared cache (Redis when configured) so every sso
@@ -53,11 +53,17 @@ export function createLoginThrottle(shared: Cache, logger: Logger, local: Cache 
    * recorded during an outage therefore still blocks, and `blocked` consults both stores so an
    * address blocked locally stays blocked when the shared cache returns mid-window.
    */
-  const withFallback = async <T>(what: string, fn: (cache: Cache) => Promise<T>): Promise<T> => {
+  const outage = createOutageLog(logger, 'cache', {
+    down: 'login throttle: shared cache unavailable; counting in this process',
+    up: 'login throttle: shared cache answers again',
+  });
+  const withFallback = async <T>(fn: (cache: Cache) => Promise<T>): Promise<T> => {
     try {
-      return await fn(shared);
+      const result = await fn(shared);
+      outage.succeeded();
+      return result;
     } catch (error) {
-      logger.warn({ err: error }, `login throttle: shared cache unavailable (${what}); counting in this process`);
+      outage.failed(error);
       return fn(local);
     }
   };
@@ -71,7 +77,7 @@ export function createLoginThrottle(shared: Cache, logger: Logger, local: Cache 
   return {
     blocked: async (address, username) => {
       const [fromShared, fromLocal] = await Promise.all([
-        withFallback('check', (cache) => blockedIn(cache, address, username)),
+        withFallback((cache) => blockedIn(cache, address, username)),
         blockedIn(local, address, username),
       ]);
       const seconds = Math.ceil((Math.max(fromShared, fromLocal) - Date.now()) / 1000);
@@ -79,7 +85,7 @@ export function createLoginThrottle(shared: Cache, logger: Logger, local: Cache 
     },
 
     recordFailure: async (address, username) => {
-      await withFallback('record', async (cache) => {
+      await withFallback(async (cache) => {
         const k = keys(address, username);
         const block = (counter: string, resetSeconds: number) =>
           cache.set(blockKey(counter), String(Date.now() + resetSeconds * 1000), resetSeconds);
@@ -94,7 +100,7 @@ export function createLoginThrottle(shared: Cache, logger: Logger, local: Cache 
     recordSuccess: async (address, username) => {
       const pair = keys(address, username).pair!;
       await Promise.all([
-        withFallback('reset', (cache) => cache.delete(pair, blockKey(pair))).catch(() => undefined),
+        withFallback((cache) => cache.delete(pair, blockKey(pair))).catch(() => undefined),
         local.delete(pair, blockKey(pair)),
       ]);
     },
