@@ -89,11 +89,11 @@ describe.each(targets)('Idempotency-Key through the public address ($name)', (ta
   beforeAll(async () => {
     running = await target.start();
     adminToken = await admin.signIn(running.url);
-  }, 180_000);
+  });
 
   afterAll(async () => {
     await running?.close();
-  }, 60_000);
+  });
 
   it('answers an anonymous sign-up retried with its key with the first answer, one identity', async () => {
     const { key, body } = signUp(randomUUID());

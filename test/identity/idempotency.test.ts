@@ -14,7 +14,7 @@ describe.each(CASES)('Idempotency-Key on credentials (%s, %s)', (topology, mode)
   beforeAll(async () => {
     h = await startHarness(mode, topology);
     admin = await h.issuer.mint(randomUUID(), ['admin']);
-  }, 120_000);
+  });
   afterAll(() => h?.close(), 60_000);
 
   it('keeps a password only as its keyed hash in the fingerprint, and answers the retry as the first', async () => {

@@ -73,13 +73,13 @@ interface Kind {
       if (attempt > 120) throw new Error(`the admin cannot sign in: ${response.status} ${JSON.stringify(body)}\n${output.slice(-20).join('\n')}`);
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
-  }, 240_000);
+  });
 
   afterAll(async () => {
     if (figures.length) console.log(`read-your-writes, 2 replicas of every service:\n${figures.map((line) => `- ${line}`).join('\n')}`);
     await cluster?.stop();
     await deps?.dispose();
-  }, 60_000);
+  });
 
   /** A JSON request that must answer `expected`; its body. */
   const send = async (method: string, url: string, expected: number, body?: unknown): Promise<Json[]> => {
@@ -228,5 +228,5 @@ interface Kind {
     const stale = results.flatMap((result) => result.stale);
     figures.push(`${kind.name}: ${RECORDS} records x ${ROUNDS} writes, ${RACING_READS} racing reads each, ${results.reduce((sum, r) => sum + r.reads, 0)} reads after the answers, ${stale.length} stale`);
     expect(stale).toEqual([]);
-  }, 300_000);
+  });
 });

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { startSplit, type SplitCluster } from '@app/split';
-import { createTestDatabase, eventually, freePort, REAL, readJson, startOwnRedis, startTcpProxy, type Json } from '@app/testing';
+import { createTestDatabase, eventually, freePort, REAL, readJson, SETTLE_BUDGET_MS, startOwnRedis, startTcpProxy, type Json } from '@app/testing';
 
 const real = REAL.databaseUrl && REAL.natsUrl ? REAL : undefined;
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
@@ -53,7 +53,7 @@ const redisCommand = (url: string, command: string) =>
       BOOTSTRAP_ADMIN_PASSWORD: admin.password,
     };
     cluster = await startSplit({ replicas: 1, port: 0, env, output: (name, line) => void output.push(`[${name}] ${line}`) });
-  }, 240_000);
+  });
 
   afterAll(async () => {
     for (const child of extra) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
@@ -66,7 +66,7 @@ const redisCommand = (url: string, command: string) =>
     } finally {
       await nc.close();
     }
-  }, 60_000);
+  });
 
   const token = async (fields: Record<string, string>) => {
     const response = await fetch(`${cluster.url}/api/v1/sso/token`, { method: 'POST', headers: FORM, body: new URLSearchParams(fields) });
@@ -95,7 +95,7 @@ const redisCommand = (url: string, command: string) =>
     // RFC 7009: the sign-in ends, its access tokens with it.
     const answer = await fetch(`${cluster.url}/api/v1/sso/revoke`, { method: 'POST', headers: FORM, body: new URLSearchParams({ token: String(revoked.refresh_token) }) });
     expect(answer.status).toBe(200);
-    expect(await eventually(async () => (await statusOf(products, String(revoked.access_token))) === 401, 30_000, 100)).toBe(true);
+    expect(await eventually(async () => (await statusOf(products, String(revoked.access_token))) === 401, SETTLE_BUDGET_MS, 100)).toBe(true);
 
     // Redis emptied, then restarted empty (compose runs it without a volume).
     expect(await redisCommand(redis.url, 'FLUSHALL')).toBe('+OK');
@@ -152,5 +152,5 @@ const redisCommand = (url: string, command: string) =>
       await new Promise((resolve) => (late.exitCode !== null ? resolve(undefined) : late.once('exit', resolve)));
       await proxy.stop();
     }
-  }, 300_000);
+  });
 });

@@ -28,8 +28,8 @@ describe.each(cases)('Idempotency-Key on creates (%s, through %s)', (mode, trans
   beforeAll(async () => {
     crud = await startCrud(mode, transport);
     auth = { authorization: `Bearer ${crud.token}` };
-  }, 120_000);
-  afterAll(() => crud?.close(), 60_000);
+  });
+  afterAll(() => crud?.close());
 
   it('answers a retry with the same key and body with the first answer, and creates one record', async () => {
     const key = randomUUID();
@@ -157,7 +157,7 @@ describe.each(cases)('Idempotency-Key on creates (%s, through %s)', (mode, trans
         "select count(*)::int4 as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query like 'insert into \"crud\".\"post\"%'",
       );
       return rows[0]!.n > 0;
-    }, 60_000);
+    });
     expect(waiting).toBe(true);
     const during = await createPost(body, key);
     expect(during.status).toBe(409);
