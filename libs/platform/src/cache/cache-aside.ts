@@ -1,4 +1,5 @@
 import type { Logger } from '../logger.js';
+import { createOutageLog } from '../outage-log.js';
 import type { Cache } from './cache.js';
 
 /**
@@ -51,17 +52,13 @@ export function createCacheAside(options: CacheAsideOptions): CacheAside {
   const onHit = options.onHit ?? (() => undefined);
   const onMiss = options.onMiss ?? (() => undefined);
 
-  let down = false;
-  const markDown = (error: unknown) => {
-    if (down) return;
-    down = true;
-    logger.warn({ err: error, cache: name }, 'cache unavailable: serving from the database until it answers again');
-  };
-  const markUp = () => {
-    if (!down) return;
-    down = false;
-    logger.info({ cache: name }, 'cache answers again');
-  };
+  const outage = createOutageLog(logger, 'cache', {
+    down: 'cache unavailable: serving from the database until it answers again',
+    up: 'cache answers again',
+    fields: { cache: name },
+  });
+  const markDown = (error: unknown) => outage.failed(error);
+  const markUp = () => outage.succeeded();
 
   /** Queued deletes: key -> when it was (last) queued; a new object each time. */
   const pending = new Map<string, { at: number }>();
