@@ -62,7 +62,7 @@ export function createMemoryCache(options: MemoryCacheOptions): Cache {
     },
     readStamped: async (key, ttlSeconds) => {
       const current = stamped.existing?.get(key);
-      if (current) return { value: current.value, stamp: current.stamp };
+      if (current) return current;
       const fresh = { stamp: randomUUID(), value: null };
       stamped.forWrite.set(key, fresh, { ttl: ttlSeconds * 1000 });
       return { ...fresh };
