@@ -102,8 +102,12 @@ export async function createRedisCache(options: RedisCacheOptions): Promise<Cach
       if (keys.length > 0) await redis.del(...keys);
     },
     readStamped: async (key, ttlSeconds) => {
-      const [value, stamp] = await stamped.readStamped(key, randomUUID(), ttlSeconds);
-      return { value, stamp };
+      // A stamped key is read with a plain HMGET, as cheap as a GET: the script (which makes
+      // the stamp, atomically with the read) runs only for a key that has none yet.
+      const [value = null, stamp] = await redis.hmget(key, 'v', 's');
+      if (stamp) return { value, stamp };
+      const [made, madeStamp] = await stamped.readStamped(key, randomUUID(), ttlSeconds);
+      return { value: made, stamp: madeStamp };
     },
     writeIfStamped: async (key, stamp, value, ttlSeconds) => (await stamped.writeIfStamped(key, stamp, value, ttlSeconds)) === 1,
     increment: (key) => redis.incr(key),
