@@ -242,7 +242,11 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
     void (async () => {
       while (!stopped()) {
         try {
-          for await (const message of messages) await handle(message);
+          for await (const message of messages) {
+            // Closing: what is still buffered is left unacknowledged, for the server to deliver again.
+            if (stopped()) return;
+            await handle(message);
+          }
           if (stopped()) return;
         } catch (error) {
           if (stopped()) return;
@@ -373,7 +377,12 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
     },
     close: async () => {
       closing = true;
-      await Promise.all([...running].map((messages) => messages.close()));
+      // A consumer closes once its handler in progress has finished; a handler that hangs must
+      // not hold the shutdown (its message is delivered again after ack_wait).
+      await Promise.race([
+        Promise.all([...running].map((messages) => messages.close())),
+        new Promise((resolve) => setTimeout(resolve, CLOSE_TIMEOUT_MS).unref()),
+      ]);
       // Not reached yet: the retry loop stops at once, or with the attempt under way, if that
       // ends soon; there is nothing to drain.
       if (!link) {
