@@ -8,6 +8,7 @@ import { ssoService } from '@app/sso';
 import {
   buildPlatformApp,
   closeDependencies,
+  type ShutdownStep,
   listenApp,
   openDependencies,
   openManagementPort,
@@ -51,7 +52,8 @@ export interface Platform {
   managementUrl?: string;
   app: App;
   dependencies: Dependencies;
-  close(): Promise<void>;
+  /** Stops serving, then closes the dependencies it opened; `step` names each part (for a shutdown that times out). */
+  close(step?: ShutdownStep): Promise<void>;
 }
 
 /** Every service of PLATFORM_SERVICES in ONE Fastify instance, plus health and the edge (docs). */
@@ -74,8 +76,8 @@ export async function startPlatform(config: PlatformConfig, logger: Logger, opti
   const deps = options.dependencies
     ? { ...options.dependencies, config: settings }
     : await openDependencies(settings, logger, { name: 'all-in-one', pgliteDir: options.pgliteDir });
-  const release = async () => {
-    if (!options.dependencies) await closeDependencies(deps);
+  const release = async (step?: ShutdownStep) => {
+    if (!options.dependencies) await closeDependencies(deps, step);
   };
   try {
     const app = await buildPlatform(settings, deps, options.services);
@@ -89,9 +91,9 @@ export async function startPlatform(config: PlatformConfig, logger: Logger, opti
       managementUrl: management?.url,
       app,
       dependencies: deps,
-      close: async () => {
-        await Promise.all([running.close(), management?.close()]);
-        await release();
+      close: async (step: ShutdownStep = (_name, work) => work()) => {
+        await Promise.all([step('requests and services', () => running.close()), step('management port', async () => management?.close())]);
+        await release(step);
       },
     };
   } catch (error) {

@@ -25,8 +25,13 @@ const AGGREGATED_READINESS_PATH = '/api/v1/health/readiness';
 
 /** How long a process may take to answer its readiness probe (migrations run at start), by default. */
 const READY_TIMEOUT_MS = 60_000;
-/** How long the processes may take to exit on SIGTERM before SIGKILL. */
-const STOP_TIMEOUT_MS = 10_000;
+/**
+ * How long the processes may take to exit on SIGTERM before SIGKILL: longer than their own
+ * SHUTDOWN_TIMEOUT_MS (10 s by default), so one that hangs says itself what it waited for.
+ */
+const STOP_TIMEOUT_MS = 15_000;
+/** How long after a process exited its output may still be arriving. */
+const EXIT_LINES_WAIT_MS = 2_000;
 
 const root = fileURLToPath(new URL('../../..', import.meta.url));
 const entryOf = (service: ServiceName) => `${root}services/${service}/dist/main.js`;
@@ -245,8 +250,11 @@ export async function startSplit(options: SplitOptions): Promise<SplitCluster> {
     }
     const startedAt = Date.now();
     member.child = child;
-    member.exited = new Promise((resolve) =>
-      child.once('exit', (code, signal) => {
+    member.exited = new Promise((resolve) => {
+      let ended = false;
+      const end = (code: number | null, signal: NodeJS.Signals | null) => {
+        if (ended) return;
+        ended = true;
         resolve(code ?? signal);
         if (stopping) return;
         // A crash loop backs off; a process that ran for a minute starts again from 1 s.
@@ -258,8 +266,12 @@ export async function startSplit(options: SplitOptions): Promise<SplitCluster> {
           if (!stopping) spawnChild(member, port, managementPort);
         }, member.backoffMs);
         timers.add(timer);
-      }),
-    );
+      };
+      // 'close' (after 'exit'): by then the lines the process wrote as it exited are read too. A
+      // pipe someone else still holds open must not hold the exit back for long, though.
+      child.once('close', end);
+      child.once('exit', (code, signal) => setTimeout(() => end(code, signal), EXIT_LINES_WAIT_MS).unref());
+    });
   };
 
   const launch = async (name: string, service: ServiceName, port: number, managementPort: number): Promise<Member> => {
@@ -287,7 +299,9 @@ export async function startSplit(options: SplitOptions): Promise<SplitCluster> {
             // Cleared, or the caller's process would stay up for STOP_TIMEOUT_MS after a clean stop.
             clearTimeout(timer);
             if (outcome === 'timeout') member.child.kill('SIGKILL');
-            return exited;
+            const code = await exited;
+            if (code !== 0) output(member.name, outcome === 'timeout' ? `did not stop within ${STOP_TIMEOUT_MS / 1000} s of SIGTERM: killed` : `stopped on SIGTERM with ${code}, not 0`);
+            return code;
           }),
         )),
       );

@@ -57,9 +57,17 @@ export async function openDependencies(
   return { config, logger, database, cache, bus };
 }
 
-export async function closeDependencies(deps: Dependencies): Promise<void> {
-  await Promise.allSettled([deps.bus.close(), deps.cache.close()]);
-  await deps.database.close();
+/**
+ * Names what a shutdown is waiting for: `step` runs one part of it, so a shutdown that times
+ * out can say which parts had not finished.
+ */
+export type ShutdownStep = <T>(name: string, work: () => Promise<T>) => Promise<T>;
+
+const untracked: ShutdownStep = (_name, work) => work();
+
+export async function closeDependencies(deps: Dependencies, step: ShutdownStep = untracked): Promise<void> {
+  await Promise.allSettled([step('bus', () => deps.bus.close()), step('cache', () => deps.cache.close())]);
+  await step('database', () => deps.database.close());
 }
 
 export interface RunningApp {
@@ -99,10 +107,20 @@ export async function openManagementPort(
 const DUPLICATE_SIGNAL_MS = 1000;
 
 /**
- * Calls `stop` on SIGTERM or SIGINT, once; exits 0 when it finishes, 1 after the timeout. A
- * second signal (not the duplicate copy of the first) exits 1 at once.
+ * Calls `stop` on SIGTERM or SIGINT, once; exits 0 when it finishes, 1 after the timeout (and
+ * logs the steps it was still waiting for). A second signal (not the duplicate copy of the
+ * first) exits 1 at once.
  */
-export function closeOnSignals(stop: () => Promise<void>, logger: Logger, timeoutMs: number): void {
+export function closeOnSignals(stop: (step: ShutdownStep) => Promise<void>, logger: Logger, timeoutMs: number): void {
+  const waitingFor = new Set<string>();
+  const step: ShutdownStep = async (name, work) => {
+    waitingFor.add(name);
+    try {
+      return await work();
+    } finally {
+      waitingFor.delete(name);
+    }
+  };
   let firstAt: number | undefined;
   const onSignal = (signal: NodeJS.Signals) => {
     if (firstAt !== undefined) {
@@ -113,12 +131,15 @@ export function closeOnSignals(stop: () => Promise<void>, logger: Logger, timeou
     firstAt = Date.now();
     logger.info({ signal }, 'shutting down: draining in-flight requests');
     const timer = setTimeout(() => {
-      logger.error('shutdown timed out; exiting anyway');
+      logger.error({ waitingFor: [...waitingFor] }, 'shutdown timed out; exiting anyway');
       process.exit(1);
     }, timeoutMs);
     timer.unref();
-    stop().then(
-      () => process.exit(0),
+    stop(step).then(
+      () => {
+        logger.info({ ms: Date.now() - (firstAt ?? Date.now()) }, 'shut down');
+        process.exit(0);
+      },
       (error: unknown) => {
         logger.error({ err: error }, 'shutdown failed');
         process.exit(1);
@@ -189,7 +210,7 @@ export async function serve(
   config: PlatformConfig,
   logger: Logger,
   build: () => Promise<App>,
-  options: { defaultPort: number; onClosed?: () => Promise<void> },
+  options: { defaultPort: number; onClosed?: (step?: ShutdownStep) => Promise<void> },
 ): Promise<RunningApp> {
   let running: RunningApp;
   let management: ManagementServer | undefined;
@@ -203,9 +224,9 @@ export async function serve(
     process.exit(1);
   }
   closeOnSignals(
-    async () => {
-      await Promise.all([running.close(), management?.close()]);
-      await options.onClosed?.();
+    async (step) => {
+      await Promise.all([step('requests and services', () => running.close()), step('management port', async () => management?.close())]);
+      await options.onClosed?.(step);
     },
     logger,
     config.SHUTDOWN_TIMEOUT_MS,
@@ -220,6 +241,6 @@ export async function runService(service: Service): Promise<void> {
   const deps = await openDependencies(config, logger, { name: service.name });
   await serve(service.name, config, logger, () => buildServiceApp(service, deps), {
     defaultPort: SERVICES[service.name].port,
-    onClosed: () => closeDependencies(deps),
+    onClosed: (step) => closeDependencies(deps, step),
   });
 }
