@@ -35,7 +35,8 @@
 // Env: BENCH_ROUNDS (3), BENCH_DURATION seconds per scenario (5), BENCH_WARMUP seconds before
 // each (2), BENCH_CONNECTIONS (10), BENCH_LOG_LEVEL of the platform's processes (info, what
 // `npm start` logs), ARGON2_* (passed to the platform), BENCH_NGINX_WORKERS (1), BENCH_EXTRA=1 for the split extras (list and
-// uncached reads, create), BENCH_PROFILE=1, BENCH_ONLY (some of nginx,all-in-one,split,npm-start,bounds); DATABASE_URL (a server where a fresh database is
+// uncached reads, create), BENCH_PROFILE=1, BENCH_NODE_ARGS (node's
+// options for split's processes, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`), BENCH_ONLY (some of nginx,all-in-one,split,npm-start,bounds); DATABASE_URL (a server where a fresh database is
 // created and dropped; default postgres://postgres@127.0.0.1:5432/postgres), REDIS_URL,
 // NATS_URL (defaults on 127.0.0.1). Builds first when a dist/ entry is missing.
 import { spawn, spawnSync } from 'node:child_process';
@@ -72,6 +73,8 @@ const NGINX_WORKERS = wholeNumber('BENCH_NGINX_WORKERS', 1, 1);
 const LOG_LEVEL = process.env.BENCH_LOG_LEVEL || 'info';
 const EXTRA = process.env.BENCH_EXTRA === '1';
 const PROFILE = process.env.BENCH_PROFILE === '1' || process.argv.includes('--profile');
+/** Node options for split's processes (BENCH_NODE_ARGS, space-separated); NODE_OPTIONS refuses some, like --cpu-prof. */
+const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
 /** The systems a round measures (BENCH_ONLY, comma-separated; default all of them). */
 const SYSTEMS = ['nginx', 'all-in-one', 'split', 'npm-start', 'bounds'];
 const ONLY = (process.env.BENCH_ONLY || SYSTEMS.join(',')).split(',').map((name) => name.trim());
@@ -657,7 +660,7 @@ function startSplit(jwks, { crudReplicas = 1, revocations = [], relay = false } 
     const gatewayPort = await freePort();
     const verify = { JWKS_URL: jwks.url, JWT_ISSUER: ISSUER, JWT_AUDIENCE: AUDIENCE, NODE_ENV: 'production' };
     const startCrud = (port, replica, ttl) =>
-      startProcess(`crud#${replica}`, process.execPath, [join(root, ENTRIES.crud)], {
+      startProcess(`crud#${replica}`, process.execPath, [...NODE_ARGS, join(root, ENTRIES.crud)], {
         env: nodeEnv({ ...verify, PORT: String(port), DATABASE_URL: database.url, REDIS_URL, NATS_URL, NATS_STREAM: sso.stream, ...(ttl === undefined ? {} : { CACHE_TTL_SECONDS: String(ttl) }) }),
         log: join(dir, `crud-${replica}.log`),
         ready: answers(`http://127.0.0.1:${port}/health/readiness`),
@@ -673,7 +676,7 @@ function startSplit(jwks, { crudReplicas = 1, revocations = [], relay = false } 
     if (crudRelay) own(() => crudRelay.cut().catch(() => undefined));
     const crudUrls = crudRelay ? [`http://127.0.0.1:${crudRelay.port}`] : crudPorts.map((port) => `http://127.0.0.1:${port}`);
     // Several replicas: the gateway balances them as `npm run start:split` wires it (a URL list).
-    const gateway = await startProcess('gateway', process.execPath, [join(root, ENTRIES.gateway)], {
+    const gateway = await startProcess('gateway', process.execPath, [...NODE_ARGS, join(root, ENTRIES.gateway)], {
       env: nodeEnv({ ...verify, PORT: String(gatewayPort), PLATFORM_SERVICES: 'crud', CRUD_URL: crudUrls.join(',') }),
       log: join(dir, 'gateway.log'),
       ready: answers(`http://127.0.0.1:${gatewayPort}/health/liveness`),
