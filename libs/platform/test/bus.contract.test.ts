@@ -264,6 +264,28 @@ if (REAL.natsUrl) {
       expect(inbox.received[0]?.data).toEqual({ while: 'away' });
       await second.close();
     });
+
+    it('closes while a handler never finishes, leaving its event and those buffered behind it unacknowledged', async () => {
+      const stream = `TEST_${randomUUID().slice(0, 8).toUpperCase()}`;
+      const bus = await createNatsBus({ servers, logger: silentLogger(), stream, deleteStreamOnClose: true });
+      let started!: () => void;
+      const handling = new Promise<void>((resolve) => (started = resolve));
+      const handled: unknown[] = [];
+      await bus.subscribe(
+        'credential.revoked',
+        async (message) => {
+          handled.push(message.data);
+          started();
+          await new Promise(() => undefined);
+        },
+        { group: 'sso' },
+      );
+      for (let n = 1; n <= 5; n++) await bus.publish('credential.revoked', { n });
+      await handling;
+      // Resolves (a hang here is the failure, caught by the test's budget), and the handler saw only the first.
+      await bus.close();
+      expect(handled).toEqual([{ n: 1 }]);
+    });
   });
 }
 
