@@ -9,8 +9,9 @@ export interface Cache {
   /** Drops the keys; a stamped key's stamp goes too, so no write under an older stamp lands (see readStamped). */
   delete(...keys: string[]): Promise<void>;
   /**
-   * The value at a stamped key and its stamp, in one round trip. A key without a stamp (never
-   * read, deleted or expired) gets a fresh random one, which lives `ttlSeconds`. The building
+   * The value at a stamped key and its stamp, in one round trip (two for a key that had none).
+   * A key without a stamp (never read, deleted or expired) gets a fresh random one, atomically,
+   * which lives `ttlSeconds`. The building
    * block of cache-aside reads that hold across processes: see `writeIfStamped`.
    */
   readStamped(key: string, ttlSeconds: number): Promise<{ value: string | null; stamp: string }>;
