@@ -8,7 +8,9 @@ import { ssoService } from '@app/sso';
 import {
   buildPlatformApp,
   closeDependencies,
+  closeListeners,
   type ShutdownStep,
+  untrackedStep,
   listenApp,
   openDependencies,
   openManagementPort,
@@ -91,8 +93,8 @@ export async function startPlatform(config: PlatformConfig, logger: Logger, opti
       managementUrl: management?.url,
       app,
       dependencies: deps,
-      close: async (step: ShutdownStep = (_name, work) => work()) => {
-        await Promise.all([step('requests and services', () => running.close()), step('management port', async () => management?.close())]);
+      close: async (step = untrackedStep) => {
+        await closeListeners(step, running, management);
         await release(step);
       },
     };

@@ -63,11 +63,17 @@ export async function openDependencies(
  */
 export type ShutdownStep = <T>(name: string, work: () => Promise<T>) => Promise<T>;
 
-const untracked: ShutdownStep = (_name, work) => work();
+/** A step that only runs its part: for a close no signal handler is timing. */
+export const untrackedStep: ShutdownStep = (_name, work) => work();
 
-export async function closeDependencies(deps: Dependencies, step: ShutdownStep = untracked): Promise<void> {
+export async function closeDependencies(deps: Dependencies, step: ShutdownStep = untrackedStep): Promise<void> {
   await Promise.allSettled([step('bus', () => deps.bus.close()), step('cache', () => deps.cache.close())]);
   await step('database', () => deps.database.close());
+}
+
+/** Stops listening: the public port (draining its requests, closing its services) and the management port. */
+export async function closeListeners(step: ShutdownStep, running: RunningApp, management: ManagementServer | undefined): Promise<void> {
+  await Promise.all([step('requests and services', () => running.close()), step('management port', async () => management?.close())]);
 }
 
 export interface RunningApp {
@@ -128,7 +134,7 @@ export function closeOnSignals(stop: (step: ShutdownStep) => Promise<void>, logg
       logger.warn({ signal }, 'second signal: exiting without waiting for the shutdown');
       process.exit(1);
     }
-    firstAt = Date.now();
+    const startedAt = (firstAt = Date.now());
     logger.info({ signal }, 'shutting down: draining in-flight requests');
     const timer = setTimeout(() => {
       logger.error({ waitingFor: [...waitingFor] }, 'shutdown timed out; exiting anyway');
@@ -137,7 +143,7 @@ export function closeOnSignals(stop: (step: ShutdownStep) => Promise<void>, logg
     timer.unref();
     stop(step).then(
       () => {
-        logger.info({ ms: Date.now() - (firstAt ?? Date.now()) }, 'shut down');
+        logger.info({ ms: Date.now() - startedAt }, 'shut down');
         process.exit(0);
       },
       (error: unknown) => {
@@ -210,7 +216,7 @@ export async function serve(
   config: PlatformConfig,
   logger: Logger,
   build: () => Promise<App>,
-  options: { defaultPort: number; onClosed?: (step?: ShutdownStep) => Promise<void> },
+  options: { defaultPort: number; onClosed?: (step: ShutdownStep) => Promise<void> },
 ): Promise<RunningApp> {
   let running: RunningApp;
   let management: ManagementServer | undefined;
@@ -220,12 +226,12 @@ export async function serve(
     management = await openManagementPort(config, logger);
   } catch (error) {
     logger.fatal({ err: error }, `${name} failed to start`);
-    await options.onClosed?.().catch(() => undefined);
+    await options.onClosed?.(untrackedStep).catch(() => undefined);
     process.exit(1);
   }
   closeOnSignals(
     async (step) => {
-      await Promise.all([step('requests and services', () => running.close()), step('management port', async () => management?.close())]);
+      await closeListeners(step, running, management);
       await options.onClosed?.(step);
     },
     logger,

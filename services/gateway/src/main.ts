@@ -7,7 +7,5 @@ const logger = createLogger(config);
 const bus = config.NATS_URL ? await createNatsBus({ servers: config.NATS_URL, logger, name: 'gateway', stream: config.NATS_STREAM }) : createLocalBus({ logger });
 await serve('gateway', config, logger, () => buildGateway(config, logger, { revocationBus: bus }), {
   defaultPort: DEFAULT_PORTS.gateway,
-  onClosed: async (step) => {
-    await (step ? step('bus', () => bus.close()) : bus.close());
-  },
+  onClosed: (step) => step('bus', () => bus.close()),
 });

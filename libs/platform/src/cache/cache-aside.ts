@@ -57,8 +57,6 @@ export function createCacheAside(options: CacheAsideOptions): CacheAside {
     up: 'cache answers again',
     fields: { cache: name },
   });
-  const markDown = (error: unknown) => outage.failed(error);
-  const markUp = () => outage.succeeded();
 
   /** Queued deletes: key -> when it was (last) queued; a new object each time. */
   const pending = new Map<string, { at: number }>();
@@ -87,9 +85,9 @@ export function createCacheAside(options: CacheAsideOptions): CacheAside {
         await cache.delete(...sent.map(([key]) => key));
         // A key queued again meanwhile stays: its delete may have been meant after this one.
         for (const [key, queued] of sent) if (pending.get(key) === queued) pending.delete(key);
-        markUp();
+        outage.succeeded();
       } catch (error) {
-        markDown(error);
+        outage.failed(error);
         scheduleRetry();
       } finally {
         flushing = undefined;
@@ -119,7 +117,7 @@ export function createCacheAside(options: CacheAsideOptions): CacheAside {
     if (current) return current;
     const flight = (async () => {
       const value = await load();
-      if (value !== null) await cache.writeIfStamped(key, stamp, value, ttlSeconds).catch(markDown);
+      if (value !== null) await cache.writeIfStamped(key, stamp, value, ttlSeconds).catch(outage.failed);
       return value;
     })().finally(() => flights.delete(flightKey));
     flights.set(flightKey, flight);
@@ -133,9 +131,9 @@ export function createCacheAside(options: CacheAsideOptions): CacheAside {
       if (pending.size === 0 || (await flush())) {
         try {
           entry = await cache.readStamped(key, ttlSeconds);
-          markUp();
+          outage.succeeded();
         } catch (error) {
-          markDown(error);
+          outage.failed(error);
         }
       }
       if (!entry) {
@@ -154,10 +152,10 @@ export function createCacheAside(options: CacheAsideOptions): CacheAside {
       try {
         if (pending.size > 0 && !(await flush())) return undefined;
         const { stamp } = await cache.readStamped(key, ttlSeconds);
-        markUp();
+        outage.succeeded();
         return stamp;
       } catch (error) {
-        markDown(error);
+        outage.failed(error);
         return undefined;
       }
     },
@@ -165,9 +163,9 @@ export function createCacheAside(options: CacheAsideOptions): CacheAside {
     invalidate: async (...keys) => {
       try {
         await cache.delete(...keys);
-        markUp();
+        outage.succeeded();
       } catch (error) {
-        markDown(error);
+        outage.failed(error);
         queue(keys);
       }
     },
