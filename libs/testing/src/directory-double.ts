@@ -8,13 +8,15 @@ import {
   verifyPasswordRequestSchema,
   type InternalIdentity,
 } from '@app/contracts';
-import { createTokenVerifier, isPlatformService } from '@app/platform';
+import { createTokenVerifier, isOwnerOrAdmin, isPlatformService } from '@app/platform';
 
 /**
  * A stand-in for the identity and credentials services' *contracts* (the internal routes in
- * @app/contracts and the identity and credential create routes), over real HTTP and demanding a real
- * `system` token checked against a JWKS. It lets sso's suites run without the argon2 cost and
- * in isolation; end-to-end suites use the real services.
+ * @app/contracts, the identity and credential create routes, and identity's reads of one
+ * identity), over real HTTP and demanding a real token checked against a JWKS: a `system` token
+ * of the platform's own for the internal routes, the caller's own for the reads. It lets sso's
+ * and credentials' suites run without the other service, in isolation; end-to-end suites use
+ * the real services.
  */
 export interface DirectoryDouble {
   url: string;
@@ -97,7 +99,31 @@ export async function startDirectoryDouble(options: { jwksUrl: string; issuer: s
     },
   };
 
+  // identity's reads of one identity, as a peer asks them on its caller's behalf (forwarding the
+  // caller's bearer): the identity itself, an admin or a system token may read it; anyone else
+  // gets 403, whether or not it exists.
+  const reads: [RegExp, (match: RegExpExecArray) => InternalIdentity | undefined][] = [
+    [/^\/api\/v1\/identity\/email\/([^/?]+)$/, (match) => byEmail(decodeURIComponent(match[1]!))],
+    [/^\/api\/v1\/identity\/([^/?]+)$/, (match) => identities.get(decodeURIComponent(match[1]!))],
+  ];
+  const read = (req: IncomingMessage, res: ServerResponse): boolean => {
+    if (req.method !== 'GET') return false;
+    const found = reads.map(([path, find]) => [path.exec(req.url ?? ''), find] as const).find(([match]) => match);
+    if (!found) return false;
+    const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
+    calls[req.url!] = (calls[req.url!] ?? 0) + 1;
+    void (async () => {
+      const principal = await verifier.verify(token ?? '').catch(() => undefined);
+      if (!principal) return send(res, 401);
+      const identity = found[1](found[0]!);
+      if (!isOwnerOrAdmin(principal, identity?.id ?? '')) return send(res, 403);
+      send(res, identity ? 200 : 404, identity ? [identity] : undefined);
+    })();
+    return true;
+  };
+
   const server = createServer((req, res) => {
+    if (read(req, res)) return;
     const handler = req.method === 'POST' ? routes[req.url ?? ''] : undefined;
     if (!handler) return send(res, 404);
     const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
