@@ -8,7 +8,7 @@ import { buildPlatform } from '@app/all-in-one';
 import { DOMAIN_SERVICES, SERVICES, type ServiceName } from '@app/contracts';
 import { buildGateway } from '@app/gateway';
 import { buildServiceApp, CONFIG_KEYS, loadConfig, METRICS_PATH, SECRET_VARIABLES, type App, type PlatformConfig } from '@app/platform';
-import { openTestDependencies } from '@app/testing';
+import { describeIf, openTestDependencies } from '@app/testing';
 import { parseAllDocuments } from 'yaml';
 import {
   callsOf,
@@ -517,7 +517,7 @@ const probePaths = (container: Container) =>
   [container.startupProbe, container.livenessProbe, container.readinessProbe].flatMap((probe) => (probe ? [probe.httpGet.path] : []));
 
 // kubectl is installed on every machine of this project's CI; without it the renders cannot be checked.
-(kubectl ? describe : describe.skip)('deploy/k8s as kubectl kustomize renders it', () => {
+describeIf(kubectl, 'needs kubectl')('deploy/k8s as kubectl kustomize renders it', () => {
   it.each([['base', K8S_BASE], ['production', K8S_PRODUCTION], ['all-in-one', K8S_ALL_IN_ONE]])('renders the %s kustomization', (_name, dir) => {
     expect(rendered(dir).length).toBeGreaterThan(0);
   });

@@ -4,7 +4,7 @@
 // CHROMIUM_PATH); without one the suite is skipped and says so.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { Page } from 'playwright-core';
-import { readJson } from '@app/testing';
+import { itIf, readJson } from '@app/testing';
 import { bootstrapAdmin, DEPLOYMENTS, type Running } from '../support/deployments.js';
 import { watchPage, withChromium } from '../support/chromium.js';
 import { operationsOf, schemaValidator, type OpenApi } from '../support/openapi.js';
@@ -53,7 +53,7 @@ withChromium('the docs page in a browser', (browser) => {
     });
 
     // The UI is the same and the document equal in every deployment (openapi.test.ts): once is enough.
-    (deployment.first ? it : it.skip)('pre-fills every JSON request body with a value its schema accepts', async () => {
+    itIf(deployment.first, 'runs once, on the first deployment')('pre-fills every JSON request body with a value its schema accepts', async () => {
       const document = (await readJson(await fetch(`${running.url}/docs/json`))) as OpenApi;
       const validate = schemaValidator(document);
       const withBodies = operationsOf(document).filter(({ operation }) => Object.keys(operation.requestBody?.content ?? {})[0] === 'application/json');

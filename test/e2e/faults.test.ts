@@ -11,10 +11,14 @@ import { buildGateway } from '@app/gateway';
 import { buildServiceApp, closeDependencies, listenApp, openDependencies, openPostgres, type App, type Dependencies, type RunningApp } from '@app/platform';
 import {
   createTestDatabase,
+  describeIf,
   eventually,
   fakePostgres,
   freePort,
+  NEEDS_REAL_POSTGRES,
+  NEEDS_REAL_SERVERS,
   openTestDependencies,
+  READY_BUDGET_MS,
   REAL,
   SETTLE_BUDGET_MS,
   silentLogger,
@@ -183,7 +187,7 @@ function spawnAllInOne(port: number, dataDir: string, servers: { database: strin
 }
 
 /** Whether the process at `base` became ready within 90 s. */
-const becomesReady = (base: string) => eventually(async () => (await call(`${base}/health/readiness`, 'ready')).status === 200, 90_000, 250);
+const becomesReady = (base: string) => eventually(async () => (await call(`${base}/health/readiness`, 'ready')).status === 200, READY_BUDGET_MS, 250);
 
 /** The bootstrap admin's access token, once sso signs it in (within 30 s), else undefined. */
 async function adminToken(base: string, admin: Admin): Promise<string | undefined> {
@@ -210,7 +214,7 @@ async function stopProcess(child: ChildProcess | undefined): Promise<void> {
   child.kill('SIGKILL');
 }
 
-(real ? describe : describe.skip)('all-in-one process with Postgres, Redis and NATS behind fault proxies', () => {
+describeIf(real, NEEDS_REAL_SERVERS)('all-in-one process with Postgres, Redis and NATS behind fault proxies', () => {
   let testDb: Awaited<ReturnType<typeof createTestDatabase>>;
   let proxies: Record<'database' | 'cache' | 'bus', FaultProxy>;
   let child: ChildProcess;
@@ -438,7 +442,7 @@ async function stopProcess(child: ChildProcess | undefined): Promise<void> {
   });
 });
 
-(real ? describe : describe.skip)('all-in-one process started while NATS is unreachable', () => {
+describeIf(real, NEEDS_REAL_SERVERS)('all-in-one process started while NATS is unreachable', () => {
   let testDb: Awaited<ReturnType<typeof createTestDatabase>>;
   let bus: FaultProxy;
   let child: ChildProcess;
@@ -538,7 +542,7 @@ describe.each(testModes())('split mode: the gateway in front of a service behind
   });
 });
 
-(REAL.databaseUrl ? describe : describe.skip)('a one-connection pool (DATABASE_POOL_MAX=1) behind a slow network', () => {
+describeIf(REAL.databaseUrl, NEEDS_REAL_POSTGRES)('a one-connection pool (DATABASE_POOL_MAX=1) behind a slow network', () => {
   let testDb: Awaited<ReturnType<typeof createTestDatabase>>;
   let proxy: FaultProxy;
   let issuer: TokenIssuer;

@@ -20,6 +20,7 @@ import {
   occupyPorts,
   openTestDependencies,
   readJson,
+  READY_BUDGET_MS,
   REAL,
   silentLogger,
   startTokenIssuer,
@@ -71,7 +72,7 @@ describe.each(testModes())('all-in-one platform (%s)', (mode) => {
   });
 
   it('is ready on that port once its bootstrap admin exists: its own probe and the health report of every service', async () => {
-    expect(await eventually(async () => (await fetch(`${platform.url}/health/readiness`)).status === 200, 60_000)).toBe(true);
+    expect(await eventually(async () => (await fetch(`${platform.url}/health/readiness`)).status === 200, READY_BUDGET_MS)).toBe(true);
     const probe = await fetch(`${platform.url}/health/readiness`);
     expect(probe.status).toBe(200);
     expect(await readJson(probe)).toMatchObject({ status: 'active', service: 'platform' });
@@ -119,7 +120,7 @@ describe.each(testModes())('all-in-one platform (%s)', (mode) => {
 
 /** Waits for a line of a child's JSON log that satisfies `match`; fails at once, with its stderr, if it exits first. */
 // Generous: a first start creates the embedded database, which takes a while on a busy machine.
-function waitForLog(child: ChildProcess, match: (line: Record<string, unknown>) => boolean, timeoutMs = 90_000) {
+function waitForLog(child: ChildProcess, match: (line: Record<string, unknown>) => boolean, timeoutMs = READY_BUDGET_MS) {
   return new Promise<Record<string, unknown>>((resolve, reject) => {
     let buffer = '';
     let stderr = '';

@@ -2,14 +2,11 @@
 // must get a token, in the all-in-one and in split mode; and split mode in development creates
 // and prints a development admin as the all-in-one does.
 import { randomBytes, randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startPlatform, type Platform } from '@app/all-in-one';
 import { startSplit, type SplitCluster } from '@app/split';
 import { createSsoService } from '@app/sso';
-import { createTestDatabase, openTestDependencies, REAL, silentLogger, testModes } from '@app/testing';
-
-// Starts whole platforms; jest's projects mode ignores the preset's testTimeout.
-jest.setTimeout(180_000);
+import { createTestDatabase, describeIf, NEEDS_REAL_SERVERS, openTestDependencies, REAL, silentLogger, testModes } from '@app/testing';
 
 const passwordGrant = (url: string, username: string, password: string) =>
   fetch(`${url}/api/v1/sso/token`, {
@@ -80,7 +77,7 @@ describe.each(testModes())('the all-in-one is ready only once the bootstrap admi
   });
 });
 
-(REAL.databaseUrl && REAL.redisUrl && REAL.natsUrl ? describe : describe.skip)('split mode (real servers)', () => {
+describeIf(REAL.databaseUrl && REAL.redisUrl && REAL.natsUrl, NEEDS_REAL_SERVERS)('split mode (real servers)', () => {
   const started: { cluster: SplitCluster; drop(): Promise<void> }[] = [];
   const start = async (env: Record<string, string>, output: (line: string) => void = () => undefined) => {
     const db = await createTestDatabase(REAL.databaseUrl!);

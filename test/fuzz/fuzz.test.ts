@@ -3,7 +3,7 @@ import { appendFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import fc from 'fast-check';
 import { startPlatform, type Platform } from '@app/all-in-one';
-import { openTestDependencies, testModes, type TestMode } from '@app/testing';
+import { openTestDependencies, START_BUDGET_MS, testModes, type TestMode } from '@app/testing';
 import { operationsOf, type FuzzRequest, type OpenApiDocument, type Operation } from './openapi.js';
 import { anyRequest, reproduction, send, violation, type Targets } from './requests.js';
 
@@ -28,7 +28,7 @@ const ADMIN_PASSWORD = 'the bootstrap admin password';
 const USER_PASSWORD = 'a user password, long enough';
 
 // Starting the platform, then the requests (a few ms each; argon2 on the token endpoint).
-jest.setTimeout(120_000 + PER_MODE * 200);
+jest.setTimeout(START_BUDGET_MS + PER_MODE * 200);
 
 describe.each(modes)('fuzzing every operation of the API document (%s)', (mode: TestMode) => {
   let platform: Platform;

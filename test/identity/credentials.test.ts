@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { credentialEventSchema, INTERNAL_ROUTES } from '@app/contracts';
 import { credentialsService } from '@app/credentials';
 import { buildServiceApp } from '@app/platform';
-import { freePort } from '@app/testing';
+import { freePort, SETTLE_BUDGET_MS } from '@app/testing';
 import { CASES, startHarness, type Harness } from './harness.js';
 
 const PASSWORD = 'correct horse battery staple';
@@ -406,7 +406,7 @@ describe.each(CASES)('credentials service through the platform\'s edge (%s, %s)'
       }
       const main = fileURLToPath(new URL('../../services/credentials/dist/main.js', import.meta.url));
       for (const weak of ['too-short', Buffer.alloc(31, 7).toString('base64'), 'not base64 at all, though long enough!!']) {
-        const run = spawnSync(process.execPath, [main], { env: { PATH: process.env.PATH, API_KEY_HASH_KEY: weak, LOG_LEVEL: 'silent' }, encoding: 'utf8', timeout: 20_000 });
+        const run = spawnSync(process.execPath, [main], { env: { PATH: process.env.PATH, API_KEY_HASH_KEY: weak, LOG_LEVEL: 'silent' }, encoding: 'utf8', timeout: SETTLE_BUDGET_MS });
         expect(run.status).toBe(78);
         expect(run.stderr + run.stdout).toContain('API_KEY_HASH_KEY');
         expect(run.stderr + run.stdout).not.toContain(weak);

@@ -15,7 +15,7 @@ describe.each(CASES)('Idempotency-Key on credentials (%s, %s)', (topology, mode)
     h = await startHarness(mode, topology);
     admin = await h.issuer.mint(randomUUID(), ['admin']);
   });
-  afterAll(() => h?.close(), 60_000);
+  afterAll(() => h?.close());
 
   it('keeps a password only as its keyed hash in the fingerprint, and answers the retry as the first', async () => {
     const identity = await h.call('POST', '/api/v1/identity', { body: { name: 'Ada', email: `ada-${randomUUID()}@example.com` } });

@@ -3,9 +3,9 @@
 // read sent after that answer, through either replica, sees it: also when reads raced the
 // write on both replicas and may have filled a cache with what they read before it committed.
 import { randomBytes, randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import type { SplitCluster } from '@app/split';
-import { openTestDependencies, REAL, readJson, type Json } from '@app/testing';
+import { describeIf, NEEDS_REAL_SERVERS, openTestDependencies, REAL, readJson, type Json } from '@app/testing';
 import { startReplicas, type TestDependencies } from '../support/replicas.js';
 
 const real = REAL.databaseUrl && REAL.redisUrl && REAL.natsUrl ? REAL : undefined;
@@ -39,7 +39,7 @@ interface Kind {
   reads(base: string, id: string): Promise<State[]>;
 }
 
-(real ? describe : describe.skip)('read-your-writes, 2 replicas of every service, on the real servers', () => {
+describeIf(real, NEEDS_REAL_SERVERS)('read-your-writes, 2 replicas of every service, on the real servers', () => {
   let deps: TestDependencies;
   let cluster: SplitCluster;
   const admin = { email: `admin-${randomUUID()}@example.com`, password: randomBytes(18).toString('base64url') };

@@ -3,12 +3,12 @@
 // database, Redis and NATS (issue 12). Each test reaches replicas directly as well as through
 // the gateway, so "another replica" is certain, not left to the balancer.
 import { randomBytes, randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { createNatsBus, type Bus, type BusMessage } from '@app/platform';
 import { startSplit, type SplitCluster } from '@app/split';
-import { createTestDatabase, eventually, REAL, readJson, SETTLE_BUDGET_MS, START_BUDGET_MS, silentLogger, type Json } from '@app/testing';
+import { createTestDatabase, describeIf, eventually, NEEDS_REAL_SERVERS, REAL, readJson, SETTLE_BUDGET_MS, START_BUDGET_MS, silentLogger, type Json } from '@app/testing';
 
 const real = REAL.databaseUrl && REAL.redisUrl && REAL.natsUrl ? REAL : undefined;
 
@@ -35,7 +35,7 @@ async function deleteConsumer(durable: string) {
 
 const kidOf = (token: string) => (JSON.parse(Buffer.from(token.split('.')[0]!, 'base64url').toString()) as { kid: string }).kid;
 
-(real ? describe : describe.skip)('split mode, 2 replicas of every service, on the real servers', () => {
+describeIf(real, NEEDS_REAL_SERVERS)('split mode, 2 replicas of every service, on the real servers', () => {
   let db: { url: string; drop(): Promise<void> };
   let cluster: SplitCluster;
   const admin = { email: `admin-${randomUUID()}@example.com`, password: randomBytes(18).toString('base64url') };

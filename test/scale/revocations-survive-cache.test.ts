@@ -6,11 +6,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createConnection } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { startSplit, type SplitCluster } from '@app/split';
-import { createTestDatabase, eventually, freePort, REAL, readJson, SETTLE_BUDGET_MS, startOwnRedis, startTcpProxy, type Json } from '@app/testing';
+import { createTestDatabase, describeIf, eventually, freePort, READY_BUDGET_MS, REAL, readJson, SETTLE_BUDGET_MS, startOwnRedis, startTcpProxy, type Json } from '@app/testing';
 
 const real = REAL.databaseUrl && REAL.natsUrl ? REAL : undefined;
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
@@ -29,7 +29,7 @@ const redisCommand = (url: string, command: string) =>
     socket.once('error', reject);
   });
 
-(real ? describe : describe.skip)('revocations survive the cache (split mode, real processes)', () => {
+describeIf(real, 'needs a real Postgres and NATS: set DATABASE_URL and NATS_URL')('revocations survive the cache (split mode, real processes)', () => {
   let db: { url: string; drop(): Promise<void> };
   let redis: Awaited<ReturnType<typeof startOwnRedis>>;
   let cluster: SplitCluster;
@@ -74,7 +74,7 @@ const redisCommand = (url: string, command: string) =>
   };
   /** Signs the admin in, waiting for sso's bootstrap on a first call. */
   const signIn = async (): Promise<Json> => {
-    const deadline = Date.now() + 60_000;
+    const deadline = Date.now() + SETTLE_BUDGET_MS;
     for (;;) {
       const reply = await token({ grant_type: 'password', username: admin.email, password: admin.password });
       if (reply.status === 200) return reply.body;
@@ -108,7 +108,7 @@ const redisCommand = (url: string, command: string) =>
     const before = member.child;
     before.kill('SIGKILL');
     await member.exited;
-    expect(await eventually(async () => member.child !== before && (await readiness(crud)) === 200, 90_000, 200)).toBe(true);
+    expect(await eventually(async () => member.child !== before && (await readiness(crud)) === 200, READY_BUDGET_MS, 200)).toBe(true);
     expect(await statusOf(products, String(revoked.access_token))).toBe(401);
     expect(await statusOf(products, String(kept.access_token))).toBe(200);
 
@@ -135,7 +135,7 @@ const redisCommand = (url: string, command: string) =>
     for (const stream of [late.stdout!, late.stderr!]) stream.on('data', (chunk: Buffer) => void output.push(`[late crud] ${chunk.toString().trimEnd()}`));
     const lateUrl = `http://127.0.0.1:${port}`;
     try {
-      expect(await eventually(async () => (await fetch(`${lateUrl}/health/liveness`).catch(() => undefined))?.status === 200, 90_000, 200)).toBe(true);
+      expect(await eventually(async () => (await fetch(`${lateUrl}/health/liveness`).catch(() => undefined))?.status === 200, READY_BUDGET_MS, 200)).toBe(true);
       const unready = await fetch(`${lateUrl}/health/readiness`);
       expect(unready.status).toBe(503);
       expect(((await readJson(unready)).dependencies as Json).revocations).toMatchObject({ status: 'disconnected' });
@@ -144,7 +144,7 @@ const redisCommand = (url: string, command: string) =>
       expect(await readiness(lateUrl)).toBe(503);
 
       await proxy.start();
-      expect(await eventually(async () => (await readiness(lateUrl)) === 200, 60_000, 200)).toBe(true);
+      expect(await eventually(async () => (await readiness(lateUrl)) === 200, READY_BUDGET_MS, 200)).toBe(true);
       expect(await statusOf(`${lateUrl}/api/v1/products?limit=1`, String(revoked.access_token))).toBe(401);
       expect(await statusOf(`${lateUrl}/api/v1/products?limit=1`, String(kept.access_token))).toBe(200);
     } finally {

@@ -18,6 +18,7 @@ import {
   type FederationProvider,
   type UpstreamChecks,
 } from '@app/sso';
+import { SETTLE_BUDGET_MS } from '@app/testing';
 import { startGitHubServer, type GitHubAccount, type GitHubServer } from '../support/github-server.js';
 import { startGoogleServer, type GoogleServer } from '../support/google-server.js';
 
@@ -305,7 +306,7 @@ describe('sso configured with half a provider', () => {
     const main = fileURLToPath(new URL('../../services/sso/dist/main.js', import.meta.url));
     if (!existsSync(main)) throw new Error('build first (npm run build): missing services/sso/dist/main.js');
     const secret = 'a-google-client-secret-value';
-    const run = spawnSync(process.execPath, [main], { env: { PATH: process.env.PATH, GOOGLE_CLIENT_SECRET: secret, LOG_LEVEL: 'silent' }, encoding: 'utf8', timeout: 20_000 });
+    const run = spawnSync(process.execPath, [main], { env: { PATH: process.env.PATH, GOOGLE_CLIENT_SECRET: secret, LOG_LEVEL: 'silent' }, encoding: 'utf8', timeout: SETTLE_BUDGET_MS });
     expect(run.status).toBe(78);
     expect(run.stderr + run.stdout).toContain('GOOGLE_CLIENT_ID: expected GOOGLE_CLIENT_ID and GOOGLE_CLIENT_SECRET together');
     expect(run.stderr + run.stdout).not.toContain(secret);

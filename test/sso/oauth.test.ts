@@ -26,7 +26,7 @@ const basic = (id: string, secret: string) => `Basic ${Buffer.from(`${encodeURIC
 function runRotateKeys(env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
   if (!existsSync(ROTATE_KEYS_COMMAND)) throw new Error('build first (npm run build): missing services/sso/dist/rotate-keys.js');
   return new Promise((resolve) => {
-    execFile(process.execPath, [ROTATE_KEYS_COMMAND], { env: { PATH: process.env.PATH ?? '', ...env }, timeout: 30_000 }, (error, stdout, stderr) => {
+    execFile(process.execPath, [ROTATE_KEYS_COMMAND], { env: { PATH: process.env.PATH ?? '', ...env }, timeout: SETTLE_BUDGET_MS }, (error, stdout, stderr) => {
       resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
     });
   });

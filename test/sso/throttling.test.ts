@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { startTcpProxy, testModes } from '@app/testing';
+import { describeIf, NEEDS_REAL_SERVERS, startTcpProxy, testModes } from '@app/testing';
 import { PAIR_LIMIT } from '../../services/sso/src/tokens/throttle.js';
 import { startSsoPlatform, CASES, type SsoPlatform } from './harness.js';
 
@@ -73,7 +73,7 @@ describe.each(cases)('throttles a client under the address the edge resolves, wh
 });
 
 // Needs a Redis to cut: runs with the real servers (REDIS_URL), through a TCP proxy this test owns.
-const withRedis = testModes().includes('real') ? describe : describe.skip;
+const withRedis = describeIf(testModes().includes('real'), NEEDS_REAL_SERVERS);
 
 withRedis('login throttling while Redis is unreachable (real)', () => {
   const mode = 'real' as const;

@@ -1,7 +1,8 @@
 // Headless Chromium for the suites that drive a real page (the docs UI, the hosted login page):
 // where the browser is, how it starts, and what a page must not do.
 import { existsSync } from 'node:fs';
-import { afterAll, beforeAll, describe, it } from '@jest/globals';
+import { afterAll, beforeAll, describe } from '@jest/globals';
+import { itIf } from '@app/testing';
 import { chromium, type Browser, type Page } from 'playwright-core';
 
 /** Where this machine's browser is, when not Debian's. */
@@ -44,7 +45,7 @@ export function withChromium(what: string, suites: (browser: () => Browser) => v
       // Skipped only on a machine without a browser (a fresh clone's `npm test`): Chromium is a
       // system package, not an npm dependency. CI installs it (.ci/run, step "chromium"), so there
       // these suites always run.
-      it.skip(`needs a Chromium executable at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`, () => undefined);
+      itIf(false, `needs a Chromium executable at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`)('drives a browser', () => undefined);
     });
     return;
   }

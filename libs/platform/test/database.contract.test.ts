@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
 import { openPGlite, openPostgres, type Database } from '@app/platform';
-import { createTestDatabase, REAL, silentLogger } from '@app/testing';
+import { createTestDatabase, REAL, SETTLE_BUDGET_MS, silentLogger } from '@app/testing';
 
 /**
  * What Prisma asks of `prismaAdapter()`: the driver adapter interface of
@@ -196,7 +196,7 @@ function databaseContract(name: string, open: () => Promise<Database>) {
           log.push(`${who} out`);
           return who;
         });
-      expect(await within(Promise.all([hold('a'), hold('b'), hold('c')]), 10_000, 'three holders')).toEqual(['a', 'b', 'c']);
+      expect(await within(Promise.all([hold('a'), hold('b'), hold('c')]), SETTLE_BUDGET_MS, 'three holders')).toEqual(['a', 'b', 'c']);
       expect(log).toHaveLength(6);
       for (let i = 0; i < log.length; i += 2) expect(log[i + 1]).toBe(log[i]!.replace(' in', ' out'));
     });

@@ -15,7 +15,7 @@ import {
   type Cache,
   type Database,
 } from '@app/platform';
-import { createTestDatabase, eventually, fakePostgres, REAL, SETTLE_BUDGET_MS, silentLogger, startFaultProxy, type FaultProxy } from '@app/testing';
+import { createTestDatabase, describeIf, eventually, fakePostgres, NEEDS_REAL_NATS, NEEDS_REAL_POSTGRES, NEEDS_REAL_REDIS, REAL, SETTLE_BUDGET_MS, silentLogger, startFaultProxy, type FaultProxy } from '@app/testing';
 
 const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const hostPort = (url: string) => ({ host: new URL(url).hostname, port: Number(new URL(url).port) });
@@ -232,9 +232,7 @@ describe('a token verifier whose keys cannot be read', () => {
   });
 });
 
-const describeIf = (condition: unknown) => (condition ? describe : describe.skip);
-
-describeIf(REAL.databaseUrl)('postgres through a fault proxy, under load', () => {
+describeIf(REAL.databaseUrl, NEEDS_REAL_POSTGRES)('postgres through a fault proxy, under load', () => {
   let testDb: Awaited<ReturnType<typeof createTestDatabase>>;
   let proxy: FaultProxy;
   let database: Database;
@@ -331,7 +329,7 @@ describeIf(REAL.databaseUrl)('postgres through a fault proxy, under load', () =>
   });
 });
 
-describeIf(REAL.redisUrl)('redis through a fault proxy, under load', () => {
+describeIf(REAL.redisUrl, NEEDS_REAL_REDIS)('redis through a fault proxy, under load', () => {
   let proxy: FaultProxy;
   let cache: Cache;
   beforeAll(async () => {
@@ -358,7 +356,7 @@ describeIf(REAL.redisUrl)('redis through a fault proxy, under load', () => {
   });
 });
 
-describeIf(REAL.natsUrl)('nats through a fault proxy', () => {
+describeIf(REAL.natsUrl, NEEDS_REAL_NATS)('nats through a fault proxy', () => {
   let proxy: FaultProxy;
   let bus: Bus;
   const received: string[] = [];
@@ -392,7 +390,7 @@ describeIf(REAL.natsUrl)('nats through a fault proxy', () => {
   });
 });
 
-describeIf(REAL.databaseUrl)('postgres starting up, frozen, or only busy', () => {
+describeIf(REAL.databaseUrl, NEEDS_REAL_POSTGRES)('postgres starting up, frozen, or only busy', () => {
   let testDb: Awaited<ReturnType<typeof createTestDatabase>>;
   let proxy: FaultProxy;
   beforeAll(async () => {

@@ -1,7 +1,8 @@
-import { describe, expect, it } from '@jest/globals';
+import { describe, expect } from '@jest/globals';
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { itIf } from '@app/testing';
 
 const run = promisify(execFile);
 const source = fileURLToPath(new URL('../src/thread-pool-priority.ts', import.meta.url));
@@ -25,7 +26,7 @@ async function probe(env: Record<string, string>, nice: number) {
 }
 
 describe.each([process.platform === 'linux' ? 'linux' : 'skipped'])('lowering the thread pool below the event loop (%s)', (platform) => {
-  const maybe = platform === 'linux' ? it : it.skip;
+  const maybe = itIf(platform === 'linux', 'reads threads from /proc: needs Linux');
 
   maybe('finds every pool thread, lowers exactly those, and leaves the event loop and V8 helper threads alone', async () => {
     const { pid, changed, threads } = await probe({ UV_THREADPOOL_SIZE: '6' }, 15);

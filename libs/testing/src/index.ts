@@ -357,6 +357,7 @@ export * from './independent-jws.js';
 export * from './fault-proxy.js';
 export * from './fake-postgres.js';
 export * from './raw-http.js';
+export * from './skips.js';
 
 /** The CORS headers of an answer (`access-control-*`), from fetch's Headers or inject's record. */
 export function corsHeadersOf(headers: Headers | Record<string, unknown>): Record<string, unknown> {

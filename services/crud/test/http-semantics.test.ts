@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { holdRowLocks, testModes } from '@app/testing';
+import { holdRowLocks, itIf, ON_REAL_POSTGRES_ONLY, testModes } from '@app/testing';
 import { aPost, aProduct, startCrud, type CrudHarness, type TestRequest, type Transport } from './helper.js';
 
 /** What a strong entity tag of the kit looks like: 22 base64url characters, quoted, no W/. */
@@ -177,7 +177,7 @@ describe.each(cases)('HTTP semantics of records (%s, through %s)', (mode, transp
     });
 
     // The embedded database runs one transaction at a time: there is no race to set up there.
-    (mode === 'real' ? it : it.skip)('lets exactly one through when the writes all wait on the row at once (real Postgres)', async () => {
+    itIf(mode === 'real', ON_REAL_POSTGRES_ONLY)('lets exactly one through when the writes all wait on the row at once (real Postgres)', async () => {
       const { record, etag } = await createProduct();
       const lock = await holdRowLocks(crud.deps.config.DATABASE_URL!, 'select 1 from "crud"."product" where "id" = $1::uuid for update', [record.id]);
       const pending = [31, 32, 33, 34].map((stock) => send({ method: 'PUT', url: `/api/v1/products/${record.id}`, headers: { 'if-match': etag }, body: { stock } }));

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { eventually, holdRowLocks, testModes } from '@app/testing';
+import { eventually, holdRowLocks, itIf, ON_REAL_POSTGRES_ONLY, testModes } from '@app/testing';
 import { aPost, aProduct, startCrud, type CrudHarness, type TestRequest, type TestResponse, type Transport } from './helper.js';
 
 const cases = testModes().flatMap((mode) => (['inject', 'gateway'] as Transport[]).map((transport) => [mode, transport] as const));
@@ -142,7 +142,7 @@ describe.each(cases)('Idempotency-Key on creates (%s, through %s)', (mode, trans
     expect(await postsWithSlug(body.slug)).toBe(0);
   });
 
-  (mode === 'real' ? it : it.skip)('answers 409 to a retry while the first is still in its transaction, then replays what it committed', async () => {
+  itIf(mode === 'real', ON_REAL_POSTGRES_ONLY)('answers 409 to a retry while the first is still in its transaction, then replays what it committed', async () => {
     const key = randomUUID();
     const body = aPost();
     // The test's own uncommitted insert of the slug: the create waits on it inside its transaction, key claimed.
