@@ -1,94 +1,114 @@
-// `BENCH_ONLY=nginx,compare`: the headline figures of two variants of the platform in the same
-// round, so a trick (a flag, a piece of code) is kept only where it shows: (a) on the
-// all-in-one, (c) in split mode, and the all-in-one's idle memory. A is this checkout as `npm
-// start` runs it; B is BENCH_B_ROOT (a built checkout) started as BENCH_B_START says.
+// `BENCH_ONLY=nginx,compare`: the headline figures of variants of the platform in the same
+// rounds, so a trick (a flag, a piece of code) stays only where it shows: (a) on the
+// all-in-one and its idle memory, and (c) in split mode when a variant is another build. A is
+// this checkout as `npm start` runs it; the others are BENCH_B_ROOT started as BENCH_B_START says.
+import { resolve } from 'node:path';
 import autocannon from 'autocannon';
 import { Pool } from 'undici';
 import { median, measure } from './measure.js';
-import { nodeMegabytes, processTree, hundredRequestsThenIdle } from './npm-start.js';
+import { hundredRequestsThenIdle, nodeMegabytes, processTree } from './npm-start.js';
 import { createProduct, nodeCommandOf, startAllInOne, startScriptOf, startSplit, THIS_CHECKOUT, type AllInOne, type Jwks, type Variant } from './platform.js';
-import type { Row, ScenarioKey } from './scenarios.js';
-import { B_ROOT, B_START, CONNECTIONS, DURATION } from './settings.js';
+import { LABELS } from './scenarios.js';
+import { B_ROOT, B_STARTS, CONNECTIONS, DURATION } from './settings.js';
 
-export const VARIANTS: Record<'A' | 'B', Variant> = {
-  A: THIS_CHECKOUT,
-  B: { name: 'B', root: B_ROOT, node: nodeCommandOf(B_START ?? startScriptOf(B_ROOT)) },
-};
+const otherBuild = resolve(B_ROOT) !== resolve(THIS_CHECKOUT.root);
 
-/** Each round's idle memory of each variant's all-in-one node process, MB. */
-export const idleMemory: { A: number[]; B: number[] } = { A: [], B: [] };
+export const VARIANTS: Variant[] = [
+  { ...THIS_CHECKOUT, name: 'A' },
+  ...(B_STARTS.length > 0 ? B_STARTS : [startScriptOf(B_ROOT)]).map((script, index) => ({ name: String.fromCharCode(66 + index), root: B_ROOT, node: nodeCommandOf(script) })),
+];
 
-type Name = keyof typeof VARIANTS;
+/** A variant's figures in one round; ratios to the round's nginx baseline. */
+interface Figures {
+  read?: number;
+  split?: number;
+  idleMb?: number;
+}
+
+/** Each round's figures, by variant name. */
+const rounds: Record<string, Figures>[] = [];
 
 /**
- * One round: both all-in-ones started (the first-started alternates by round: of two
- * identical processes the first-started served ~2% less), each's idle memory after the
- * bench's 100 requests and a 5 s pause, then (a) on A, B, B, A after both warmed (a drift over
- * the phase weighs on both alike); then split mode's (c) on each in turn, in the round's order.
+ * One round: every variant's all-in-one started (the order of starts alternating by round: of
+ * two identical processes the first-started served ~2% less), each's idle memory after the
+ * bench's 100 requests and a 5 s pause, then (a) on each in order and again in reverse (A B C
+ * C B A) once all are warm, so a drift over the phase weighs on all alike; then, when the
+ * variants are different builds, split mode's (c) on each in turn.
  */
-export async function compareRound(round: number, jwks: Jwks): Promise<Row[]> {
-  const order: Name[] = round % 2 === 1 ? ['A', 'B'] : ['B', 'A'];
-  const platforms = {} as Record<Name, AllInOne>;
-  const rows: Row[] = [];
+export async function compareRound(round: number, jwks: Jwks, baselineRps: number | undefined): Promise<void> {
+  const order = round % 2 === 1 ? [...VARIANTS] : [...VARIANTS].reverse();
+  const figures: Record<string, Figures> = Object.fromEntries(VARIANTS.map((variant) => [variant.name, {}]));
+  const ratio = (rps: number, failures: number) => (baselineRps && failures === 0 ? rps / baselineRps : undefined);
+  const platforms = new Map<Variant, AllInOne>();
   try {
-    for (const name of order) platforms[name] = await startAllInOne({ variant: VARIANTS[name] });
-    for (const name of order) {
-      const pool = new Pool(platforms[name].base, { connections: 1, keepAliveTimeout: 60_000 });
+    for (const variant of order) platforms.set(variant, await startAllInOne({ variant }));
+    for (const variant of order) {
+      const platform = platforms.get(variant)!;
+      const pool = new Pool(platform.base, { connections: 1, keepAliveTimeout: 60_000 });
       try {
-        await hundredRequestsThenIdle(pool, platforms[name].password);
+        await hundredRequestsThenIdle(pool, platform.password);
       } finally {
         await pool.close();
       }
-      const mb = nodeMegabytes(processTree(platforms[name].pid));
-      idleMemory[name].push(mb);
-      console.log(`  compare: idle RSS of variant ${name}'s node process${' '.repeat(14)} ${mb.toFixed(0)} MB`);
+      figures[variant.name]!.idleMb = nodeMegabytes(processTree(platform.pid));
+      console.log(`  ${`compare: idle RSS of ${variant.name}'s node process`.padEnd(48)} ${figures[variant.name]!.idleMb!.toFixed(0)} MB`);
     }
     const options = (platform: AllInOne) => ({ url: `${platform.base}/api/v1/products/${platform.id}`, headers: { authorization: `Bearer ${platform.token}` } });
-    for (const name of order) await autocannon({ ...options(platforms[name]), connections: CONNECTIONS, duration: DURATION });
-    const reads: Record<Name, Row[]> = { A: [], B: [] };
-    for (const name of [...order, ...[...order].reverse()]) reads[name].push(await measure(round, `read${name}` as ScenarioKey, options(platforms[name])));
-    for (const name of ['A', 'B'] as const) rows.push(mean(`read${name}`, reads[name]));
+    for (const variant of order) await autocannon({ ...options(platforms.get(variant)!), connections: CONNECTIONS, duration: DURATION });
+    const reads = new Map<Variant, { rps: number; failures: number }[]>(VARIANTS.map((variant) => [variant, []]));
+    for (const variant of [...order, ...[...order].reverse()]) {
+      reads.get(variant)!.push(await measure(round, 'compareRead', options(platforms.get(variant)!), `${LABELS.compareRead}, ${variant.name}`));
+    }
+    for (const [variant, rows] of reads) {
+      figures[variant.name]!.read = ratio(rows.reduce((sum, row) => sum + row.rps, 0) / rows.length, rows.reduce((sum, row) => sum + row.failures, 0));
+    }
   } finally {
-    await Promise.all(Object.values(platforms).map((platform) => platform.stop()));
+    await Promise.all([...platforms.values()].map((platform) => platform.stop()));
   }
-  for (const name of order) {
-    const split = await startSplit(jwks, { variant: VARIANTS[name] });
-    try {
-      const token = await jwks.mint();
-      const id = await createProduct(split.base, token);
-      rows.push(await measure(round, `split${name}`, { url: `${split.base}/api/v1/products/${id}`, headers: { authorization: `Bearer ${token}` } }));
-    } finally {
-      await split.stop();
+  if (otherBuild) {
+    for (const variant of order) {
+      const split = await startSplit(jwks, { variant });
+      try {
+        const token = await jwks.mint();
+        const id = await createProduct(split.base, token);
+        const row = await measure(round, 'compareSplit', { url: `${split.base}/api/v1/products/${id}`, headers: { authorization: `Bearer ${token}` } }, `${LABELS.compareSplit}, ${variant.name}`);
+        figures[variant.name]!.split = ratio(row.rps, row.failures);
+      } finally {
+        await split.stop();
+      }
     }
   }
-  return rows;
+  rounds.push(figures);
+  console.table(VARIANTS.map((variant) => ({ variant: variant.name, ...printable(figures[variant.name]!) })));
 }
 
-/** One row for a variant's measurements of a round: their mean rate, counted only when all are. */
-function mean(key: string, rows: Row[]): Row {
-  const rps = rows.reduce((sum, row) => sum + (row.rps ?? 0), 0) / rows.length;
-  return { key: key as ScenarioKey, rps, p50: rows[0]?.p50, p99: Math.max(...rows.map((row) => row.p99 ?? 0)), failures: rows.reduce((sum, row) => sum + row.failures, 0) };
-}
+const printable = (figures: Figures) => ({
+  '(a) x nginx': figures.read?.toFixed(3) ?? '-',
+  '(c) x nginx': figures.split?.toFixed(3) ?? '-',
+  'idle MB': figures.idleMb?.toFixed(0) ?? '-',
+});
 
-/** B against A: each headline figure's median over the rounds, and B's over A's. */
-export function reportCompare(rounds: Row[][]): void {
-  console.log(`\ncompare: A = ${VARIANTS.A.root} (${describe(VARIANTS.A)}), B = ${VARIANTS.B.root} (${describe(VARIANTS.B)})`);
-  const ratioOf = (key: string) => median(rounds.flatMap((rows) => rows.filter((row) => row.key === key && row.failures === 0 && row.ratio !== undefined).map((row) => row.ratio!)));
-  const line = (figure: string, a: number | undefined, b: number | undefined, digits: number) => ({
-    figure,
-    A: a === undefined ? '-' : a.toFixed(digits),
-    B: b === undefined ? '-' : b.toFixed(digits),
-    'B / A': a === undefined || b === undefined ? '-' : (b / a).toFixed(3),
-  });
-  console.table([
-    line('(a) all-in-one, x nginx', ratioOf('readA'), ratioOf('readB'), 3),
-    line('(c) split, x nginx', ratioOf('splitA'), ratioOf('splitB'), 3),
-    line('idle RSS of the node process, MB', median(idleMemory.A), median(idleMemory.B), 0),
-  ]);
-  console.log(`  per round, (a) A/B x nginx: ${rounds.map((rows) => ['readA', 'readB'].map((key) => rows.find((row) => row.key === key)?.ratio?.toFixed(3) ?? '-').join('/')).join(', ')}`);
-  console.log(`  per round, (c) A/B x nginx: ${rounds.map((rows) => ['splitA', 'splitB'].map((key) => rows.find((row) => row.key === key)?.ratio?.toFixed(3) ?? '-').join('/')).join(', ')}`);
-  console.log(`  per round, idle MB A/B: ${idleMemory.A.map((a, i) => `${a.toFixed(0)}/${idleMemory.B[i]?.toFixed(0) ?? '-'}`).join(', ')}`);
-}
+const describe = (variant: Variant) => `${variant.root}: ${[...Object.entries(variant.node.env).map(([name, value]) => `${name}=${value}`), 'node', ...variant.node.flags].join(' ')}`;
 
-const describe = (variant: Variant) =>
-  [...Object.entries(variant.node.env).map(([name, value]) => `${name}=${value}`), 'node', ...variant.node.flags].join(' ');
+/** Each variant's median figures over the rounds, and each against A's. */
+export function reportCompare(): void {
+  console.log(`\ncompare, median of ${rounds.length} round(s) (ratios to the same round's nginx baseline):`);
+  for (const variant of VARIANTS) console.log(`  ${variant.name} = ${describe(variant)}`);
+  const medianOf = (name: string, figure: keyof Figures) => median(rounds.flatMap((round) => (round[name]?.[figure] === undefined ? [] : [round[name]![figure]!])));
+  const a = { read: medianOf('A', 'read'), split: medianOf('A', 'split'), idleMb: medianOf('A', 'idleMb') };
+  const against = (value: number | undefined, base: number | undefined) => (value === undefined || base === undefined ? '-' : (value / base).toFixed(3));
+  console.table(
+    VARIANTS.map((variant) => {
+      const figures = { read: medianOf(variant.name, 'read'), split: medianOf(variant.name, 'split'), idleMb: medianOf(variant.name, 'idleMb') };
+      return {
+        variant: variant.name,
+        ...printable(figures),
+        '(a) / A': against(figures.read, a.read),
+        '(c) / A': against(figures.split, a.split),
+        'idle / A': against(figures.idleMb, a.idleMb),
+        'per round (a)': rounds.map((round) => round[variant.name]?.read?.toFixed(3) ?? '-').join(' '),
+        'per round MB': rounds.map((round) => round[variant.name]?.idleMb?.toFixed(0) ?? '-').join(' '),
+      };
+    }),
+  );
+}

@@ -187,7 +187,10 @@ async function runRound(round: number, jwks: Jwks): Promise<Row[]> {
     await phase(round, 'split mode, 2 replicas of every service: revocation', async () => rows.push(await revocationScenario(round)));
     await phase(round, 'split mode, crud cut under load', async () => rows.push(await cutScenario(round, jwks)));
   }
-  if (runs('compare')) await phase(round, 'compare A and B', async () => rows.push(...(await compareRound(round, jwks))));
+  if (runs('compare')) {
+    const baseline = rows.find((row) => row.key === 'baseline' && row.failures === 0);
+    await phase(round, 'compare', () => compareRound(round, jwks, baseline?.rps));
+  }
   reportRound(rows);
   return rows;
 }
@@ -214,7 +217,7 @@ try {
   for (let round = 1; round <= ROUNDS; round++) rounds.push(await runRound(round, jwks));
   if (rounds.some((rows) => rows.length > 0)) report(rounds);
   if (startRounds.length > 0) reportStart(startRounds);
-  if (runs('compare')) reportCompare(rounds);
+  if (runs('compare')) reportCompare();
   if (PROFILE) await profile();
 } catch (error) {
   failed = true;

@@ -8,13 +8,13 @@ import { LABELS, type Row, type ScenarioKey } from './scenarios.js';
 /** Broken runs, by scenario and round: they do not count, and make the exit code 1. */
 export const broken: string[] = [];
 
-const line = (key: ScenarioKey, row: { rps: number; p50: number; p99: number }) =>
-  `  ${LABELS[key].padEnd(48)} ${String(Math.round(row.rps)).padStart(7)} rps  p50 ${row.p50} ms  p99 ${row.p99} ms`;
+const line = (label: string, row: { rps: number; p50: number; p99: number }) =>
+  `  ${label.padEnd(48)} ${String(Math.round(row.rps)).padStart(7)} rps  p50 ${row.p50} ms  p99 ${row.p99} ms`;
 
 /** Says a row broke, counts it as broken, or prints it as it is. */
-export function printRow(round: number | string, key: ScenarioKey, text: string, failures: number, why = 'unexpected answers or errors'): void {
+export function printRow(round: number | string, label: string, text: string, failures: number, why = 'unexpected answers or errors'): void {
   console.log(failures > 0 ? `${text}\n  !!!!! BROKEN: ${failures} ${why}; this scenario does not count !!!!!` : text);
-  if (failures > 0) broken.push(`round ${round}: ${LABELS[key]} (${failures} failures)`);
+  if (failures > 0) broken.push(`round ${round}: ${label} (${failures} failures)`);
 }
 
 export type Load = Omit<autocannon.Options, 'connections' | 'duration'>;
@@ -22,14 +22,14 @@ export type Load = Omit<autocannon.Options, 'connections' | 'duration'>;
 export const failuresOf = (...results: autocannon.Result[]) => results.reduce((sum, r) => sum + r.non2xx + r.errors + r.timeouts, 0);
 
 /** autocannon for BENCH_WARMUP seconds (not counted), then for BENCH_DURATION seconds. */
-export async function measure(round: number | string, key: ScenarioKey, options: Load): Promise<Row & { rps: number; p50: number; p99: number }> {
+export async function measure(round: number | string, key: ScenarioKey, options: Load, label: string = LABELS[key]): Promise<Row & { rps: number; p50: number; p99: number }> {
   const run = (duration: number) => autocannon({ ...options, connections: CONNECTIONS, duration });
   const warm = options.overallRate ? undefined : await run(WARMUP);
   const result = await run(DURATION);
   const failures = failuresOf(result, ...(warm ? [warm] : []));
   const row = { key, rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, failures };
   const statuses = JSON.stringify(result.statusCodeStats ?? {});
-  printRow(round, key, line(key, row), failures, `non-2xx answers, errors or timeouts (statuses ${statuses})`);
+  printRow(round, label, line(label, row), failures, `non-2xx answers, errors or timeouts (statuses ${statuses})`);
   return row;
 }
 
@@ -92,7 +92,7 @@ export async function measureLoop(round: number, key: ScenarioKey, url: string, 
   const warm = await closedLoop(url, WARMUP, options);
   const result = await closedLoop(url, DURATION, options);
   const row = { key, rps: result.rps, p50: result.p50, p99: result.p99, failures: warm.failures + result.failures };
-  printRow(round, key, line(key, row), row.failures);
+  printRow(round, LABELS[key], line(LABELS[key], row), row.failures);
   return row;
 }
 
@@ -101,6 +101,6 @@ export function timesRow(round: number, key: ScenarioKey, times: number[], failu
   const sorted = [...times].sort((a, b) => a - b);
   const row = { key, p50: Math.round(percentile(sorted, 50)), p99: Math.round(percentile(sorted, 99)), max: Math.round(sorted.at(-1) ?? 0), failures };
   const text = `  ${LABELS[key].padEnd(48)} ${String(sorted.length).padStart(7)} times  p50 ${row.p50} ms  p99 ${row.p99} ms  max ${row.max} ms`;
-  printRow(round, key, text, failures, 'unexpected answers, errors or misses');
+  printRow(round, LABELS[key], text, failures, 'unexpected answers, errors or misses');
   return row;
 }

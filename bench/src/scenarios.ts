@@ -43,10 +43,8 @@ export const LABELS = {
   splitListUncached: 'split: list (limit 20), uncached',
   revocationSpread: '(r) revoked -> refused on every replica (ms)',
   cutAnswered: '(u) crud cut -> gateway answers 502/503 (ms)',
-  readA: 'compare: (a) on variant A',
-  readB: 'compare: (a) on variant B',
-  splitA: 'compare: (c) on variant A',
-  splitB: 'compare: (c) on variant B',
+  compareRead: 'compare: (a) all-in-one',
+  compareSplit: 'compare: (c) split',
 } as const;
 export type ScenarioKey = keyof typeof LABELS;
 

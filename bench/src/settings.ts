@@ -39,14 +39,14 @@ export const ONLY = only as System[];
 export const runs = (system: System): boolean => ONLY.includes(system);
 
 /**
- * `compare` (BENCH_ONLY=compare): the same scenarios on two variants of the platform, A and
- * B, alternated within each round. A is this checkout as `npm start` runs it. B is
- * BENCH_B_ROOT (another checkout, built; default this one) started as BENCH_B_START says (a
- * start script like package.json's, `env VAR=value node --flag ...`; default that checkout's
- * own start script).
+ * `compare` (BENCH_ONLY=nginx,compare): the headline figures of variants of the platform,
+ * alternated within each round. A is this checkout as `npm start` runs it. B (C, D, ...) is
+ * BENCH_B_ROOT (another checkout, built; default this one) started as each of BENCH_B_START's
+ * `;`-separated start scripts says (shaped like package.json's, `env VAR=value node --flag
+ * ...`; default that checkout's own start script).
  */
 export const B_ROOT = process.env.BENCH_B_ROOT || ROOT;
-export const B_START = process.env.BENCH_B_START || undefined;
+export const B_STARTS = (process.env.BENCH_B_START ?? '').split(';').map((script) => script.trim()).filter(Boolean);
 
 export const BASE_DATABASE_URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
 export const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';

@@ -96,7 +96,7 @@ export async function tokenScenarios(round: number, platform: AllInOne, read: Ha
     idleP99: read.idleP99,
   };
   const text = `  ${LABELS[row.key].padEnd(48)} ${String(Math.round(row.rps!)).padStart(7)} rps  p50 ${row.p50} ms  p99 ${row.p99} ms (logins ${Math.round(loginResult.requests.average)}/s)`;
-  printRow(round, row.key, text, row.failures, 'failures');
+  printRow(round, LABELS[row.key], text, row.failures, 'failures');
   rows.push(row);
   return rows;
 }
