@@ -29,8 +29,11 @@ function upToDate(dir, entryPoints) {
   });
 }
 
-/** Transpiles the workspaces under `root` (libs/*, services/*, apps/*) whose dist/ is out of date. */
-export async function transpileWorkspaces(root = ROOT) {
+/**
+ * Transpiles the workspaces under `root` (libs/*, services/*, apps/*), and the workspace
+ * directories in `more` (bench/), whose dist/ is out of date.
+ */
+export async function transpileWorkspaces(root = ROOT, more = []) {
   const stale = ['libs', 'services', 'apps']
     .filter((group) => statSync(join(root, group), { throwIfNoEntry: false })?.isDirectory())
     .flatMap((group) =>
@@ -39,6 +42,7 @@ export async function transpileWorkspaces(root = ROOT) {
         .map((entry) => join(root, group, entry.name))
         .filter((dir) => statSync(join(dir, 'src'), { throwIfNoEntry: false })?.isDirectory()),
     )
+    .concat(more)
     .map((dir) => ({ dir, entryPoints: sources(join(dir, 'src')) }))
     .filter(({ dir, entryPoints }) => !upToDate(dir, entryPoints));
   if (stale.length === 0) return;

@@ -136,24 +136,6 @@ function prettyDestination(out: DestinationStream, colorize: boolean): Destinati
   return { write: (line: string) => out.write(format(line)) };
 }
 
-/** The last line's timestamp, and the millisecond it stands for. */
-let stampedAt = -1;
-let stamp = '';
-
-/**
- * pino's `isoTime` (`,"time":"2026-11-24T22:53:33.090Z"`), formatted once per millisecond: a
- * busy process writes several lines a millisecond, and Date#toISOString was a third of a
- * line's cost in pino (1.6 µs a line, 1.0 µs with the stamp reused).
- */
-function isoTimeOncePerMillisecond(): string {
-  const now = Date.now();
-  if (now !== stampedAt) {
-    stampedAt = now;
-    stamp = `,"time":"${new Date(now).toISOString()}"`;
-  }
-  return stamp;
-}
-
 /**
  * The process's root logger: JSON lines to stdout (or `destination`), level from config,
  * serializers that never copy a header, cookie or body, and a readable format on a terminal.
@@ -165,75 +147,16 @@ export function createLogger(config: LoggerConfig, destination?: DestinationStre
     redact: { paths: REDACTED_KEYS, censor: '[redacted]' },
     serializers: logSerializers,
     base: undefined,
-    timestamp: isoTimeOncePerMillisecond,
+    timestamp: pino.stdTimeFunctions.isoTime,
   };
   if (pretty) {
     // Colours only on the terminal itself, where the terminal says it shows them.
     const out = destination ?? pino.destination({ dest: 1, sync: true });
     return pino(options, prettyDestination(out, destination === undefined && prettyPrinter().isColorSupported));
   }
-  return pino(options, destination ?? bufferedStdout());
-}
-
-/** Longest a collected line waits in the buffer of bufferedStdout. */
-const FLUSH_INTERVAL_MS = 100;
-/**
- * Characters gathered before one write (JSON lines are ASCII, near enough bytes): a pipe's
- * default capacity. Each write is a round trip through libuv's thread pool (a wake-up, the
- * write, a completion back on the loop); at 4 KB a busy gateway paid ~10 µs of CPU per
- * request for them (split mode: 110 µs per proxied read at 4 KB, 100 µs at 64 KB).
- */
-const BATCH_CHARS = 65_536;
-
-/** Every bufferedStdout's flush, run when the process exits. */
-const exitFlushes = new Set<() => void>();
-let exitHooked = false;
-
-/**
- * stdout for collected JSON, written 64 KB at a time instead of one write(2) per line: a busy
- * service logs a line per request, and on a small VM the system call cost about as much as
- * the rest of the line (split mode: +10-15% requests per second). A quiet process's lines wait
- * at most FLUSH_INTERVAL_MS; they are written when the process exits (process.exit, a crash,
- * a signal's handler), so only a SIGKILL loses the last lines.
- *
- * The batching is ours, not sonic-boom's `minLength`: that appends each line to one growing
- * string and measures its UTF-8 length again per line, which flattens and copies up to 16 KB
- * every time (1.7 µs a line, against 0.23 µs gathered in an array and joined once per batch).
- */
-function bufferedStdout(): DestinationStream {
-  const out = pino.destination({ dest: 1, sync: false });
-  let lines: string[] = [];
-  let size = 0;
-  const flush = () => {
-    if (lines.length === 0) return;
-    const batch = lines.join('');
-    lines = [];
-    size = 0;
-    out.write(batch);
-  };
-  const timer = setInterval(flush, FLUSH_INTERVAL_MS);
-  timer.unref();
-  exitFlushes.add(() => {
-    flush();
-    try {
-      out.flushSync();
-    } catch {
-      // Not open yet, or already closed: nothing more can be written at exit.
-    }
-  });
-  if (!exitHooked) {
-    exitHooked = true;
-    process.on('exit', () => {
-      for (const exitFlush of exitFlushes) exitFlush();
-    });
-  }
-  return {
-    write: (line: string) => {
-      lines.push(line);
-      size += line.length;
-      if (size >= BATCH_CHARS) flush();
-    },
-  };
+  // stdout written synchronously, a write(2) per line, as pino does by default: a line is out
+  // before the call that logged it returns, so no crash, signal or exit can lose it.
+  return pino(options, destination ?? pino.destination({ dest: 1, sync: true }));
 }
 
 export type { Logger };

@@ -20,4 +20,4 @@ const app = Fastify({ logger: false });
 app.get('/record', async () => record);
 await app.listen({ host: '127.0.0.1', port: Number(process.env.PORT) });
 process.stdout.write('ready\n');
-process.on('SIGTERM', () => app.close().then(() => process.exit(0)));
+process.on('SIGTERM', () => void app.close().then(() => process.exit(0)));

@@ -6,6 +6,29 @@
 // since the tick before (the first one since `startTime`). A node's self time is the time of
 // the samples that landed on it; a function's is the sum over every node (call path) running it.
 
+/** A V8 call frame: the function and where it is. */
+export interface CallFrame {
+  functionName: string;
+  url: string;
+  lineNumber: number;
+  columnNumber: number;
+}
+
+/** The parsed JSON of a .cpuprofile. */
+export interface CpuProfile {
+  nodes: { id: number; callFrame: CallFrame; hitCount?: number }[];
+  samples?: number[];
+  timeDeltas?: number[];
+  startTime: number;
+  endTime: number;
+}
+
+interface Span {
+  nodeId: number;
+  at: number | undefined;
+  duration: number;
+}
+
 /** Frames that are not work: the tree's root, and the time the event loop sat waiting. */
 const NOT_WORK = new Set(['(root)', '(idle)']);
 
@@ -14,25 +37,25 @@ const NOT_WORK = new Set(['(root)', '(idle)']);
  * until the next one, the last until the profile's `endTime`. Older profiles without `samples`
  * spread the profile's duration over the nodes' `hitCount`s (no timestamps then).
  */
-function sampleSpans(profile) {
+function sampleSpans(profile: CpuProfile): Span[] {
   const { samples, timeDeltas, startTime, endTime } = profile;
   if (Array.isArray(samples) && Array.isArray(timeDeltas) && samples.length === timeDeltas.length && samples.length > 0) {
-    const at = new Array(samples.length);
+    const at: number[] = new Array<number>(samples.length);
     let now = startTime;
     for (let i = 0; i < samples.length; i++) {
-      now += timeDeltas[i];
+      now += timeDeltas[i]!;
       at[i] = now;
     }
     return samples.map((nodeId, i) => ({
       nodeId,
       at: at[i],
       // Deltas can be slightly negative when ticks arrive out of order; a span never is.
-      duration: Math.max(0, (i + 1 < at.length ? at[i + 1] : endTime) - at[i]),
+      duration: Math.max(0, (i + 1 < at.length ? at[i + 1]! : endTime) - at[i]!),
     }));
   }
   const hits = profile.nodes.reduce((sum, node) => sum + (node.hitCount ?? 0), 0);
   const perHit = hits > 0 ? (endTime - startTime) / hits : 0;
-  return profile.nodes.filter((node) => node.hitCount > 0).map((node) => ({ nodeId: node.id, at: undefined, duration: node.hitCount * perHit }));
+  return profile.nodes.filter((node) => (node.hitCount ?? 0) > 0).map((node) => ({ nodeId: node.id, at: undefined, duration: (node.hitCount ?? 0) * perHit }));
 }
 
 /**
@@ -45,15 +68,15 @@ function sampleSpans(profile) {
  * @returns `busyMs` (every sample but idle), `idleMs`, `windowed`, and `functions`: name, url,
  *   1-based line, self ms and percent of `busyMs`, largest first
  */
-export function topSelfTime(profile, { limit = 10, window } = {}) {
+export function topSelfTime(profile: CpuProfile, { limit = 10, window }: { limit?: number; window?: { from: number; to: number } | undefined } = {}) {
   const frames = new Map(profile.nodes.map((node) => [node.id, node.callFrame]));
   const spans = sampleSpans(profile);
   const windowed = Boolean(window) && spans.every((span) => span.at !== undefined);
-  const byFunction = new Map();
+  const byFunction = new Map<string, { frame: CallFrame; self: number }>();
   let busy = 0;
   let idle = 0;
   for (const span of spans) {
-    if (windowed && (span.at < window.from || span.at > window.to)) continue;
+    if (windowed && (span.at! < window!.from || span.at! > window!.to)) continue;
     const frame = frames.get(span.nodeId);
     if (!frame) continue;
     if (frame.functionName === '(idle)') idle += span.duration;

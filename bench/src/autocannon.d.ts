@@ -1,0 +1,30 @@
+// The part of autocannon's API the bench uses (the package ships no types).
+declare module 'autocannon' {
+  interface Options {
+    url: string;
+    method?: string;
+    headers?: Record<string, string>;
+    body?: string;
+    connections?: number;
+    duration?: number;
+    overallRate?: number;
+  }
+  interface Histogram {
+    average: number;
+    p50: number;
+    p99: number;
+  }
+  interface Result {
+    requests: Histogram;
+    latency: Histogram;
+    non2xx: number;
+    errors: number;
+    timeouts: number;
+    statusCodeStats?: Record<string, { count: number }>;
+  }
+  function autocannon(options: Options): Promise<Result>;
+  namespace autocannon {
+    export type { Options, Result };
+  }
+  export default autocannon;
+}
