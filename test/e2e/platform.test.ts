@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startPlatform, type Platform } from '@app/all-in-one';
-import { DOMAIN_SERVICES, INTERNAL_ROUTES, SERVICE_NAMES, SERVICES } from '@app/contracts';
+import { DOMAIN_SERVICES, identityApi, INTERNAL_APIS, SERVICE_NAMES, SERVICES } from '@app/contracts';
 import { openPostgres } from '@app/platform';
 import { createSsoService } from '@app/sso';
 import {
@@ -109,7 +109,7 @@ describe.each(testModes())('all-in-one platform (%s)', (mode) => {
 
   it('answers /internal like the gateway in split mode: 401 without a token, 404 with one', async () => {
     const token = await signInAdmin();
-    for (const path of Object.values(INTERNAL_ROUTES)) {
+    for (const path of INTERNAL_APIS.flatMap((api) => Object.values(api.methods).map((method) => method.path))) {
       const anonymous = await fetch(`${platform.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
       expect([path, anonymous.status, anonymous.headers.get('www-authenticate')]).toEqual([path, 401, 'Bearer realm="api-platform"']);
       const signed = await fetch(`${platform.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: '{}' });
@@ -212,7 +212,7 @@ describe('standalone entries', () => {
       expect(await readJson(probe)).toMatchObject({ status: 'active', service: 'identity' });
       const lookup = async (token?: string) => {
         const headers: Record<string, string> = { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) };
-        const response = await fetch(`${url}${INTERNAL_ROUTES.identityLookup}`, { method: 'POST', headers, body: JSON.stringify({ email: 'nobody@example.com' }) });
+        const response = await fetch(`${url}${identityApi.methods.lookup.path}`, { method: 'POST', headers, body: JSON.stringify({ email: 'nobody@example.com' }) });
         return [response.status, (await readJson(response)).code];
       };
       expect(await lookup()).toEqual([401, 'PLATFORM_AUTH_INVALID_TOKEN']);

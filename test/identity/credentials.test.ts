@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { credentialEventSchema, INTERNAL_ROUTES } from '@app/contracts';
+import { credentialEventSchema, credentialsApi } from '@app/contracts';
 import { credentialsService } from '@app/credentials';
 import { buildServiceApp } from '@app/platform';
 import { freePort, SETTLE_BUDGET_MS } from '@app/testing';
@@ -155,7 +155,7 @@ describe.each(CASES)('credentials service through the platform\'s edge (%s, %s)'
       ]);
       // The secret is the key: exactly what the client sends later resolves to the credential, here
       // on another replica (split mode's credentials on the same database: one server key for both).
-      expect((await internal(INTERNAL_ROUTES.verifyApiKey, { apiKey: secret })).body).toMatchObject({ valid: true, credentialId: reply.body[0].id });
+      expect((await internal(credentialsApi.methods.verifyApiKey.path, { apiKey: secret })).body).toMatchObject({ valid: true, credentialId: reply.body[0].id });
       const [row] = await h.deps.database.query<{ key_hash: string; secret_hash: string | null; key_prefix: string | null }>(
         'select key_hash, secret_hash, key_prefix from "credentials"."credential" where id = $1',
         [reply.body[0].id],
@@ -234,8 +234,8 @@ describe.each(CASES)('credentials service through the platform\'s edge (%s, %s)'
       expect(reply.body).toEqual([expect.objectContaining({ id: local, provider: 'LOCAL', type: 'PASSWORD' })]);
       const event = await h.event((e) => e.subject === 'credential.updated' && (e.data as { credentialId: string }).credentialId === local);
       expect(credentialEventSchema.strict().parse(event.data).secretChanged).toBe(true);
-      expect((await internal(INTERNAL_ROUTES.verifyPassword, { email: 'ada@example.com', password: PASSWORD })).body).toEqual({ valid: false });
-      expect((await internal(INTERNAL_ROUTES.verifyPassword, { email: 'ada@example.com', password: NEW_PASSWORD })).body).toEqual({
+      expect((await internal(credentialsApi.methods.verifyPassword.path, { email: 'ada@example.com', password: PASSWORD })).body).toEqual({ valid: false });
+      expect((await internal(credentialsApi.methods.verifyPassword.path, { email: 'ada@example.com', password: NEW_PASSWORD })).body).toEqual({
         valid: true,
         identityId: ada.id,
         credentialId: local,
@@ -280,8 +280,8 @@ describe.each(CASES)('credentials service through the platform\'s edge (%s, %s)'
       const replaced = await put({ secret: second });
       expect(replaced.status).toBe(200);
       expect(replaced.body).toEqual([expect.not.objectContaining({ apiKey: expect.anything() })]);
-      expect((await internal(INTERNAL_ROUTES.verifyApiKey, { apiKey: first })).body).toEqual({ valid: false });
-      expect((await internal(INTERNAL_ROUTES.verifyApiKey, { apiKey: second })).body).toMatchObject({ valid: true, credentialId: record.id });
+      expect((await internal(credentialsApi.methods.verifyApiKey.path, { apiKey: first })).body).toEqual({ valid: false });
+      expect((await internal(credentialsApi.methods.verifyApiKey.path, { apiKey: second })).body).toMatchObject({ valid: true, credentialId: record.id });
       const taken = await put({ secret: second }, other.id);
       expect([taken.status, taken.body.code]).toEqual([422, 'CREDENTIALS_CONFLICT']);
       const event = await h.event(
@@ -309,8 +309,8 @@ describe.each(CASES)('credentials service through the platform\'s edge (%s, %s)'
       const local = await readLocal();
       // The credential that matched: sso remembers it per sign-in, to end those sessions with it.
       const verified = { valid: true, identityId: ada.id, credentialId: local.id };
-      expect((await internal(INTERNAL_ROUTES.verifyPassword, { email: 'ADA@example.com', password: NEW_PASSWORD })).body).toEqual(verified);
-      expect((await internal(INTERNAL_ROUTES.verifyPassword, { identityId: ada.id, password: NEW_PASSWORD })).body).toEqual(verified);
+      expect((await internal(credentialsApi.methods.verifyPassword.path, { email: 'ADA@example.com', password: NEW_PASSWORD })).body).toEqual(verified);
+      expect((await internal(credentialsApi.methods.verifyPassword.path, { identityId: ada.id, password: NEW_PASSWORD })).body).toEqual(verified);
       expect(Date.parse((await readLocal()).lastUsedAt)).toBeGreaterThan(Date.now() - 60_000);
     });
 
@@ -321,21 +321,21 @@ describe.each(CASES)('credentials service through the platform\'s edge (%s, %s)'
         { identityId: randomUUID(), password: NEW_PASSWORD },
         { identityId: bob.id, password: NEW_PASSWORD },
       ]) {
-        const reply = await internal(INTERNAL_ROUTES.verifyPassword, body);
+        const reply = await internal(credentialsApi.methods.verifyPassword.path, body);
         expect([reply.status, reply.body]).toEqual([200, { valid: false }]);
       }
     });
 
     it('refuses admins and users (403) and anonymous callers (401), and is not served at the edge', async () => {
       const body = { email: 'ada@example.com', password: NEW_PASSWORD };
-      expect((await internal(INTERNAL_ROUTES.verifyPassword, body, admin)).status).toBe(403);
-      expect((await internal(INTERNAL_ROUTES.verifyApiKey, { apiKey: 'ak_x' }, ada.token)).status).toBe(403);
+      expect((await internal(credentialsApi.methods.verifyPassword.path, body, admin)).status).toBe(403);
+      expect((await internal(credentialsApi.methods.verifyApiKey.path, { apiKey: 'ak_x' }, ada.token)).status).toBe(403);
       // An identity an admin made `system` is still an identity: internal routes answer only the platform's services.
-      expect((await internal(INTERNAL_ROUTES.verifyPassword, body, system)).status).toBe(403);
-      expect((await internal(INTERNAL_ROUTES.localPasswordCreate, { identityId: bob.id, password: 'a password long enough' }, system)).status).toBe(403);
-      expect((await h.call('POST', INTERNAL_ROUTES.verifyPassword, { body, base: h.standalone.credentials })).status).toBe(401);
+      expect((await internal(credentialsApi.methods.verifyPassword.path, body, system)).status).toBe(403);
+      expect((await internal(credentialsApi.methods.createLocalPassword.path, { identityId: bob.id, password: 'a password long enough' }, system)).status).toBe(403);
+      expect((await h.call('POST', credentialsApi.methods.verifyPassword.path, { body, base: h.standalone.credentials })).status).toBe(401);
       // The edge (the all-in-one, or the gateway in front of the replicas) answers /internal: a token first, then no such route.
-      for (const path of [INTERNAL_ROUTES.verifyPassword, INTERNAL_ROUTES.verifyApiKey]) {
+      for (const path of [credentialsApi.methods.verifyPassword.path, credentialsApi.methods.verifyApiKey.path]) {
         expect((await h.call('POST', path, { body })).status).toBe(401);
         expect((await h.call('POST', path, { body, token: system })).status).toBe(404);
       }
@@ -346,14 +346,14 @@ describe.each(CASES)('credentials service through the platform\'s edge (%s, %s)'
       const apiKey = key();
       const created = await create({ identity_id: bob.id, provider: 'API_KEY', secret: apiKey });
       const { id } = created.body[0];
-      expect((await internal(INTERNAL_ROUTES.verifyApiKey, { apiKey })).body).toEqual({ valid: true, identityId: bob.id, credentialId: id, roles: ['billing.read'] });
+      expect((await internal(credentialsApi.methods.verifyApiKey.path, { apiKey })).body).toEqual({ valid: true, identityId: bob.id, credentialId: id, roles: ['billing.read'] });
       expect((await h.call('GET', `/api/v1/credentials/${id}`, { token: admin })).body[0].lastUsedAt).not.toBeNull();
       const tampered = `${apiKey.slice(0, -1)}${apiKey.endsWith('A') ? 'B' : 'A'}`;
       for (const candidate of [tampered, apiKey.slice(0, -1), `${apiKey} `, apiKey.toUpperCase(), 'ak_unknownprfx_secret', 'not a key', '']) {
-        expect((await internal(INTERNAL_ROUTES.verifyApiKey, { apiKey: candidate })).body).toEqual({ valid: false });
+        expect((await internal(credentialsApi.methods.verifyApiKey.path, { apiKey: candidate })).body).toEqual({ valid: false });
       }
       await h.call('PUT', `/api/v1/credentials/${id}`, { token: admin, body: { activated: false } });
-      expect((await internal(INTERNAL_ROUTES.verifyApiKey, { apiKey })).body).toEqual({ valid: false });
+      expect((await internal(credentialsApi.methods.verifyApiKey.path, { apiKey })).body).toEqual({ valid: false });
     });
 
     it('keeps a key issued before issue 11 (ak_<prefix>_<secret>, SHA-256) working, and moves it to the keyed hash on first use', async () => {
@@ -370,12 +370,12 @@ describe.each(CASES)('credentials service through the platform\'s edge (%s, %s)'
           [id],
         ))[0];
       const tampered = `${legacy.slice(0, -1)}${legacy.endsWith('A') ? 'B' : 'A'}`;
-      expect((await internal(INTERNAL_ROUTES.verifyApiKey, { apiKey: tampered })).body).toEqual({ valid: false });
+      expect((await internal(credentialsApi.methods.verifyApiKey.path, { apiKey: tampered })).body).toEqual({ valid: false });
       expect(await stored()).toMatchObject({ key_hash: null, key_prefix: prefix });
-      expect((await internal(INTERNAL_ROUTES.verifyApiKey, { apiKey: legacy })).body).toMatchObject({ valid: true, credentialId: id });
+      expect((await internal(credentialsApi.methods.verifyApiKey.path, { apiKey: legacy })).body).toMatchObject({ valid: true, credentialId: id });
       expect(await stored()).toEqual({ key_hash: expect.stringMatching(/^[0-9a-f]{64}$/), secret_hash: null, key_prefix: null });
       // Now found by its keyed hash.
-      expect((await internal(INTERNAL_ROUTES.verifyApiKey, { apiKey: legacy })).body).toMatchObject({ valid: true, credentialId: id });
+      expect((await internal(credentialsApi.methods.verifyApiKey.path, { apiKey: legacy })).body).toMatchObject({ valid: true, credentialId: id });
     });
 
     it('hashes under API_KEY_HASH_KEY when it is set (keys stored under another key do not match), and refuses a weak one (exit 78)', async () => {
@@ -388,7 +388,7 @@ describe.each(CASES)('credentials service through the platform\'s edge (%s, %s)'
       });
       try {
         const verify = (candidate: string) =>
-          configured.inject({ method: 'POST', url: INTERNAL_ROUTES.verifyApiKey, headers: { authorization: `Bearer ${platform}` }, payload: { apiKey: candidate } });
+          configured.inject({ method: 'POST', url: credentialsApi.methods.verifyApiKey.path, headers: { authorization: `Bearer ${platform}` }, payload: { apiKey: candidate } });
         expect((await verify(apiKey)).json()).toEqual({ valid: false });
         const fresh = key();
         const made = await configured.inject({
@@ -400,7 +400,7 @@ describe.each(CASES)('credentials service through the platform\'s edge (%s, %s)'
         h.bodies.push(made.body);
         expect(made.statusCode).toBe(201);
         expect((await verify(fresh)).json()).toMatchObject({ valid: true, credentialId: made.json()[0].id });
-        expect((await internal(INTERNAL_ROUTES.verifyApiKey, { apiKey: fresh })).body).toEqual({ valid: false });
+        expect((await internal(credentialsApi.methods.verifyApiKey.path, { apiKey: fresh })).body).toEqual({ valid: false });
       } finally {
         await configured.close();
       }
@@ -424,14 +424,14 @@ describe.each(CASES)('credentials service through the platform\'s edge (%s, %s)'
         config: { ...h.deps.config, ARGON2_TIME_COST: 3, IDENTITY_URL: h.standalone.identity },
       });
       try {
-        const wrong = await stronger.inject({ method: 'POST', url: INTERNAL_ROUTES.verifyPassword, headers: { authorization: `Bearer ${platform}` }, payload: { identityId: ada.id, password: 'wrong password' } });
+        const wrong = await stronger.inject({ method: 'POST', url: credentialsApi.methods.verifyPassword.path, headers: { authorization: `Bearer ${platform}` }, payload: { identityId: ada.id, password: 'wrong password' } });
         expect(wrong.json()).toEqual({ valid: false });
         expect(await hashOf()).toContain('t=2$');
-        const right = await stronger.inject({ method: 'POST', url: INTERNAL_ROUTES.verifyPassword, headers: { authorization: `Bearer ${platform}` }, payload: { identityId: ada.id, password: NEW_PASSWORD } });
+        const right = await stronger.inject({ method: 'POST', url: credentialsApi.methods.verifyPassword.path, headers: { authorization: `Bearer ${platform}` }, payload: { identityId: ada.id, password: NEW_PASSWORD } });
         h.bodies.push(right.body, wrong.body);
         expect(right.json()).toEqual({ valid: true, identityId: ada.id, credentialId: expect.any(String) });
         expect(await hashOf()).toContain('m=19456,p=1,t=3$');
-        expect((await internal(INTERNAL_ROUTES.verifyPassword, { identityId: ada.id, password: NEW_PASSWORD })).body.valid).toBe(true);
+        expect((await internal(credentialsApi.methods.verifyPassword.path, { identityId: ada.id, password: NEW_PASSWORD })).body.valid).toBe(true);
       } finally {
         await stronger.close();
       }

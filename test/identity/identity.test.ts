@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { identityEventSchema, INTERNAL_ROUTES } from '@app/contracts';
+import { identityApi, identityEventSchema } from '@app/contracts';
 import { CASES, startHarness, type Harness } from './harness.js';
 
 describe.each(CASES)('identity service through the platform\'s edge (%s, %s)', (topology, mode) => {
@@ -307,7 +307,7 @@ describe.each(CASES)('identity service through the platform\'s edge (%s, %s)', (
   // Served by identity running alone (split mode: an app of its own in this process, or its first replica) only: in the all-in-one its peers call it in process.
   describe('internal lookup', () => {
     const lookup = (body: unknown, token?: string) =>
-      h.call('POST', INTERNAL_ROUTES.identityLookup, { body, token, base: h.standalone.identity });
+      h.call('POST', identityApi.methods.lookup.path, { body, token, base: h.standalone.identity });
 
     it('finds an identity by email (any case) or id for the platform\'s own service token', async () => {
       const byEmail = await lookup({ email: 'ADA@example.com' }, platform);
@@ -318,12 +318,12 @@ describe.each(CASES)('identity service through the platform\'s edge (%s, %s)', (
     });
 
     it('creates an identity with roles for the platform\'s own service token only (sso\'s bootstrap admin); 422 for a taken email', async () => {
-      const create = (body: unknown, token?: string) => h.call('POST', INTERNAL_ROUTES.identityCreate, { body, token, base: h.standalone.identity });
+      const create = (body: unknown, token?: string) => h.call('POST', identityApi.methods.create.path, { body, token, base: h.standalone.identity });
       const body = { name: 'Boot', email: 'boot@example.com', roles: ['admin'] };
       expect((await create(body, admin)).status).toBe(403);
       expect((await create(body, bob.token)).status).toBe(403);
       expect((await create(body)).status).toBe(401);
-      expect((await h.call('POST', INTERNAL_ROUTES.identityCreate, { body, token: platform })).status).toBe(404);
+      expect((await h.call('POST', identityApi.methods.create.path, { body, token: platform })).status).toBe(404);
       const created = await create(body, platform);
       expect(created.status).toBe(201);
       expect(created.body).toEqual({ id: expect.any(String), name: 'Boot', email: 'boot@example.com', roles: ['admin'], activated: true });
@@ -333,12 +333,12 @@ describe.each(CASES)('identity service through the platform\'s edge (%s, %s)', (
     it('refuses admins, users and identities an admin gave the system role (403), anonymous callers (401), and is not served at the edge', async () => {
       expect((await lookup({ id: ada.id }, admin)).status).toBe(403);
       expect((await lookup({ id: ada.id }, system)).status).toBe(403);
-      expect((await h.call('POST', INTERNAL_ROUTES.identityCreate, { body: { name: 'X', email: 'x@example.com', roles: ['admin'] }, token: system, base: h.standalone.identity })).status).toBe(403);
+      expect((await h.call('POST', identityApi.methods.create.path, { body: { name: 'X', email: 'x@example.com', roles: ['admin'] }, token: system, base: h.standalone.identity })).status).toBe(403);
       expect((await lookup({ id: ada.id }, ada.token)).status).toBe(403);
       expect((await lookup({ id: ada.id })).status).toBe(401);
       // The edge (the all-in-one, or the gateway in front of the replicas) answers /internal: a token first, then no such route.
-      expect((await h.call('POST', INTERNAL_ROUTES.identityLookup, { body: { id: ada.id } })).status).toBe(401);
-      expect((await h.call('POST', INTERNAL_ROUTES.identityLookup, { body: { id: ada.id }, token: platform })).status).toBe(404);
+      expect((await h.call('POST', identityApi.methods.lookup.path, { body: { id: ada.id } })).status).toBe(401);
+      expect((await h.call('POST', identityApi.methods.lookup.path, { body: { id: ada.id }, token: platform })).status).toBe(404);
     });
   });
 

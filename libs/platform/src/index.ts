@@ -38,6 +38,7 @@ export * from './auth/sign-in-generation.js';
 export * from './bus/outbox.js';
 export * from './auth/route-auth.js';
 export * from './clients/http-clients.js';
+export * from './clients/internal-api.js';
 export * from './clients/replicas.js';
 export * from './service/compose.js';
 export * from './service/define-service.js';

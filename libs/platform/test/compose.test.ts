@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { UpstreamError, type IdentityClient, type InternalIdentity, type ServiceReadiness } from '@app/contracts';
+import { identityApi, UpstreamError, type InternalIdentity, type ServiceReadiness } from '@app/contracts';
 import {
   buildPlatformApp,
   buildServiceApp,
@@ -14,6 +14,7 @@ import {
   isDependencyUnavailable,
   principalOf,
   type App,
+  type InternalImplementation,
   type ServiceContext,
 } from '@app/platform';
 import { freePort, openTestDependencies, startTokenIssuer, testConfig, type TokenIssuer } from '@app/testing';
@@ -56,9 +57,9 @@ async function startPeer(): Promise<Peer> {
 
 const localReadiness = (service: string): ServiceReadiness => ({ status: 'degraded', service, version: 'local', date: '', dependencies: {} });
 
-const inProcessIdentity: IdentityClient = {
+const inProcessIdentity: InternalImplementation<typeof identityApi> = {
   lookup: async () => LOCAL_IDENTITY,
-  create: async () => undefined,
+  create: async () => LOCAL_IDENTITY,
 };
 
 let peer: Peer;
@@ -99,7 +100,7 @@ describe('createServiceHub', () => {
       expect(await identity.lookup({ id: REMOTE_IDENTITY.id }, { authorization: 'Bearer caller' })).toEqual(REMOTE_IDENTITY);
       expect(peer.requests.slice(before)).toEqual([{ method: 'GET', url: `/api/v1/identity/${REMOTE_IDENTITY.id}`, authorization: 'Bearer caller' }]);
 
-      hub.provide({ identity: inProcessIdentity });
+      hub.serve(identityApi, inProcessIdentity);
       expect(await identity.lookup({ id: LOCAL_IDENTITY.id }, { authorization: 'Bearer caller' })).toEqual(LOCAL_IDENTITY);
       expect(peer.requests.length).toBe(before + 1);
     } finally {
@@ -111,13 +112,13 @@ describe('createServiceHub', () => {
     const hub = createServiceHub(config());
     try {
       const before = peer.requests.length;
-      const refused = hub.clients.credentials.verifyApiKey('key');
+      const refused = hub.clients.credentials.verifyApiKey({ apiKey: 'key' });
       await expect(refused).rejects.toBeInstanceOf(UpstreamError);
       await expect(refused).rejects.toThrow('no system token');
       expect(peer.requests.length).toBe(before);
 
       hub.provide({ systemToken: async () => 'system-token' });
-      expect(await hub.clients.credentials.verifyApiKey('key')).toEqual({ valid: false });
+      expect(await hub.clients.credentials.verifyApiKey({ apiKey: 'key' })).toEqual({ valid: false });
       expect(peer.requests.slice(before)).toEqual([{ method: 'POST', url: '/internal/v1/credentials/verify-api-key', authorization: 'Bearer system-token' }]);
     } finally {
       await hub.close();
@@ -157,7 +158,7 @@ describe('buildServiceApp', () => {
       checks: ['database'],
       routes: async (app, context) => {
         contexts.identity = context;
-        context.provide({ identity: inProcessIdentity });
+        await context.serve(identityApi, inProcessIdentity);
         app.get('/api/v1/identity/me', async (request) => ({ id: principalOf(request).id }));
       },
     });

@@ -1,13 +1,7 @@
 import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import {
-  identityLookupRequestSchema,
-  INTERNAL_ROUTES,
-  verifyApiKeyRequestSchema,
-  verifyPasswordRequestSchema,
-  type InternalIdentity,
-} from '@app/contracts';
+import { credentialsApi, identityApi, type InternalIdentity } from '@app/contracts';
 import { createTokenVerifier, isOwnerOrAdmin, isPlatformService } from '@app/platform';
 
 /**
@@ -49,10 +43,12 @@ export async function startDirectoryDouble(options: { jwksUrl: string; issuer: s
   const calls: Record<string, number> = {};
   const requests: DirectoryDouble['requests'] = [];
   // The internal routes' request shapes, as the real services validate them: a caller off contract gets 400.
+  const { verifyPassword, verifyApiKey, createLocalPassword } = credentialsApi.methods;
+  const { lookup, create } = identityApi.methods;
   const contracts: Record<string, { safeParse(body: unknown): { success: boolean } }> = {
-    [INTERNAL_ROUTES.verifyPassword]: verifyPasswordRequestSchema,
-    [INTERNAL_ROUTES.verifyApiKey]: verifyApiKeyRequestSchema,
-    [INTERNAL_ROUTES.identityLookup]: identityLookupRequestSchema,
+    [verifyPassword.path]: verifyPassword.input,
+    [verifyApiKey.path]: verifyApiKey.input,
+    [lookup.path]: lookup.input,
   };
   const byEmail = (email: string) => [...identities.values()].find((identity) => identity.email.toLowerCase() === email.toLowerCase());
 
@@ -68,29 +64,29 @@ export async function startDirectoryDouble(options: { jwksUrl: string; issuer: s
   };
 
   const routes: Record<string, (body: Record<string, string>) => [number, unknown?]> = {
-    [INTERNAL_ROUTES.verifyPassword]: (body) => {
+    [verifyPassword.path]: (body) => {
       const identity = body.email ? byEmail(body.email) : identities.get(body.identityId ?? '');
       const stored = identity ? passwords.get(identity.id) : undefined;
       const valid = same(stored ?? 'dummy-password-never-matches', body.password ?? '') && stored !== undefined;
       return [200, valid ? { valid, identityId: identity!.id, credentialId: localCredentials.get(identity!.id) } : { valid: false }];
     },
-    [INTERNAL_ROUTES.verifyApiKey]: (body) => {
+    [verifyApiKey.path]: (body) => {
       const key = apiKeys.get(body.apiKey ?? '');
       return [200, key ? { valid: true, identityId: key.identityId, credentialId: key.credentialId, roles: identities.get(key.identityId)?.roles ?? [] } : { valid: false }];
     },
-    [INTERNAL_ROUTES.identityLookup]: (body) => {
+    [lookup.path]: (body) => {
       const identity = body.email ? byEmail(body.email) : identities.get(body.id ?? '');
       return identity ? [200, identity] : [404];
     },
     // identity's internal create route (roles included), for the platform's own services.
-    [INTERNAL_ROUTES.identityCreate]: (body) => {
+    [create.path]: (body) => {
       if (byEmail(body.email ?? '')) return [422];
       const identity = { id: randomUUID(), name: body.name ?? '', email: body.email ?? '', roles: (body.roles as unknown as string[]) ?? [], activated: true };
       identities.set(identity.id, identity);
       return [201, identity];
     },
     // credentials' internal route for sso's bootstrap admin password.
-    [INTERNAL_ROUTES.localPasswordCreate]: (body) => {
+    [createLocalPassword.path]: (body) => {
       if (!identities.has(body.identityId ?? '')) return [422];
       if (!body.password) return [400];
       if (passwords.has(body.identityId!)) return [422];

@@ -1,8 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { AppError, bumpSignInGeneration, defineService, systemPrincipal } from '@app/platform';
+import { credentialsApi } from '@app/contracts';
+import { bumpSignInGeneration, defineService, recordLocation } from '@app/platform';
 import { createCredentialRepository } from './credentials/repository.js';
-import { credentialInternalRoutes, credentialRoutes, CREDENTIALS_PREFIX } from './credentials/routes.js';
+import { federatedSubjectNotFound, subjectTaken } from './credentials/errors.js';
+import { credentialRoutes, CREDENTIALS_PREFIX } from './credentials/routes.js';
 import { API_KEY_HASH_KEY_BYTES, createApiKeyHasher, createPasswordHasher, decodeApiKeyHashKey } from './credentials/secrets.js';
 import { createCredentialService } from './credentials/service.js';
 
@@ -18,7 +20,7 @@ export const credentialsService = defineService({
   migrations: fileURLToPath(new URL('../prisma/migrations', import.meta.url)),
   outbox: true,
   checks: ['database', 'cache'],
-  routes: async (app, { mode, config, database, cache, logger, clients, eventsCommitted, provide }) => {
+  routes: async (app, { config, database, cache, logger, clients, eventsCommitted, serve }) => {
     const repository = createCredentialRepository(database);
     app.addHook('onClose', () => repository.close());
     // The configured key, or (development, the embedded default) one generated once and kept
@@ -38,26 +40,26 @@ export const credentialsService = defineService({
       eventsCommitted,
       signInChanged: () => bumpSignInGeneration(cache, logger),
     });
-    const inProcess = { principal: systemPrincipal('credentials'), authority: {} };
-    provide({
-      credentials: {
-        verifyPassword: (request) => service.verifyPassword(request, inProcess.authority),
-        verifyApiKey: (apiKey) => service.verifyApiKey(apiKey, inProcess.authority),
-        createLocalPassword: async (identityId, password) => {
-          try {
-            await service.create({ identity_id: identityId, provider: 'LOCAL', secret: password }, inProcess, { platform: true });
-            return true;
-          } catch (error) {
-            if (error instanceof AppError && error.statusCode === 422) return false;
-            throw error;
-          }
-        },
-        findFederated: (request) => service.findFederated(request),
-        createFederated: (request) => service.createFederated(request, inProcess),
+    await serve(credentialsApi, {
+      verifyPassword: (request, call) => service.verifyPassword(request, call.authority),
+      verifyApiKey: ({ apiKey }, call) => service.verifyApiKey(apiKey, call.authority),
+      createLocalPassword: async ({ identityId, password }, call) => {
+        const { record, etag } = await service.create({ identity_id: identityId, provider: 'LOCAL', secret: password }, call, { platform: true });
+        call.header('etag', etag);
+        call.header('location', recordLocation(CREDENTIALS_PREFIX, record.id));
+        return [record];
+      },
+      findFederated: async (request) => {
+        const found = await service.findFederated(request);
+        if (!found) throw federatedSubjectNotFound();
+        return found;
+      },
+      createFederated: async (request, call) => {
+        const created = await service.createFederated(request, call);
+        if (!created) throw subjectTaken(request.provider);
+        return created;
       },
     });
     await app.register(credentialRoutes, { prefix: CREDENTIALS_PREFIX, service });
-    // Peers in this process call it in-process; only a standalone service serves other processes.
-    if (mode === 'standalone') await app.register(credentialInternalRoutes, { service });
   },
 });

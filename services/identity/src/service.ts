@@ -1,7 +1,9 @@
 import { fileURLToPath } from 'node:url';
-import { AppError, defineService, parseTrustedProxies, type App } from '@app/platform';
+import { identityApi } from '@app/contracts';
+import { defineService, parseTrustedProxies, recordLocation, type App } from '@app/platform';
 import { createIdentityRepository } from './identity/repository.js';
-import { IDENTITY_PREFIX, identityInternalRoutes, identityRoutes } from './identity/routes.js';
+import { identityEmailNotFound, identityNotFound } from './identity/errors.js';
+import { IDENTITY_PREFIX, identityRoutes } from './identity/routes.js';
 import { createIdentityService } from './identity/service.js';
 import { registerSignupLimit } from './identity/signup-limit.js';
 
@@ -14,22 +16,20 @@ export const identityService = defineService({
   outbox: true,
   config: ['SIGNUP_RATE_LIMIT'],
   checks: ['database', 'cache'],
-  routes: async (app, { mode, config, database, cache, logger, eventsCommitted, provide }) => {
+  routes: async (app, { config, database, cache, logger, eventsCommitted, serve }) => {
     const repository = createIdentityRepository(database);
     app.addHook('onClose', () => repository.close());
     const service = createIdentityService({ repository, cache, logger, eventsCommitted });
-    provide({
-      identity: {
-        lookup: async (query) => (await service.lookup(query)) ?? undefined,
-        create: async (input) => {
-          try {
-            const record = await service.createWithRoles(input);
-            return { id: record.id, name: record.name, email: record.email, roles: record.roles, activated: record.activated };
-          } catch (error) {
-            if (error instanceof AppError && error.statusCode === 422) return undefined;
-            throw error;
-          }
-        },
+    await serve(identityApi, {
+      lookup: async (query) => {
+        const identity = await service.lookup(query);
+        if (!identity) throw 'email' in query ? identityEmailNotFound() : identityNotFound(query.id);
+        return identity;
+      },
+      create: async (input, call) => {
+        const { id, name, email, roles, activated } = await service.createWithRoles(input);
+        call.header('location', recordLocation(IDENTITY_PREFIX, id));
+        return { id, name, email, roles, activated };
       },
     });
     // Its own scope: the rate-limit plugin decorates where it is registered, and the all-in-one
@@ -44,7 +44,5 @@ export const identityService = defineService({
       });
       await scope.register(identityRoutes, { prefix: IDENTITY_PREFIX, service, signupRateLimit, trustedProxies: parseTrustedProxies(config.TRUST_PROXY) });
     });
-    // Peers in this process call it in-process; only a standalone service serves other processes.
-    if (mode === 'standalone') await app.register(identityInternalRoutes, { service });
   },
 });

@@ -1,20 +1,17 @@
 import {
-  federatedCredentialSchema,
-  INTERNAL_ROUTES,
-  internalIdentitySchema,
+  INTERNAL_APIS,
   serviceReadinessSchema,
   UpstreamError,
-  verifyApiKeyResponseSchema,
-  verifyPasswordResponseSchema,
   type CallAuthority,
-  type CredentialsClient,
-  type IdentityClient,
-  type ReadinessClient,
+  type ClientOf,
+  type InternalApi,
+  type InternalMethod,
+  type ServiceClients,
   type ServiceName,
 } from '@app/contracts';
 import { createRequire } from 'node:module';
 import type * as Undici from 'undici';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { replicaUrls, roundRobin } from './replicas.js';
 
 /** undici is loaded on first use: the all-in-one, whose peers are in-process, never pays for it. */
@@ -25,32 +22,25 @@ const CLIENT_TIMEOUT_MS = 5_000;
 /** Connections kept open per peer origin: a burst of sign-ins reuses them instead of reconnecting. */
 const CONNECTIONS_PER_PEER = 32;
 
-/** The public routes the HTTP clients use: identity reads on a caller's behalf, the bootstrap admin's password. */
-const IDENTITY_PATH = '/api/v1/identity';
-
-/** Read and create answers are arrays of one record (DESIGN.md); extra fields are ignored. */
-const createdIdentitySchema = z.array(internalIdentitySchema).length(1).transform((records) => records[0]!);
-const createdCredentialSchema = z.array(z.object({ id: z.uuid() })).length(1);
-
 export interface HttpClientsOptions {
   /** Base URL of each peer service (IDENTITY_URL, ...). */
   urls: Partial<Record<ServiceName, string>>;
   /**
-   * The calling service's own short-lived system token, for calls made on its own behalf; a
-   * call that forwards its caller's bearer uses that instead. Absent: only forwarded calls work.
+   * The calling process's own short-lived system token, for calls made on its own behalf; a
+   * call that forwards its caller's bearer uses that instead. Absent (or answering undefined,
+   * when no service of the process offers one): only forwarded calls work.
    */
-  systemToken?: () => Promise<string>;
+  systemToken?: () => Promise<string> | undefined;
   timeoutMs?: number;
 }
 
-export interface HttpClients {
-  identity: IdentityClient;
-  credentials: CredentialsClient;
-  readiness: ReadinessClient['readiness'];
-  close(): Promise<void>;
-}
+/** The typed clients of split mode, one per internal API, and the readiness of any peer. */
+export type HttpClients = ServiceClients & { close(): Promise<void> };
 
-/** The typed clients of split mode: each call one HTTP request on a kept-alive connection. */
+/**
+ * The typed clients of split mode, derived from each service's internal API table: each call
+ * one HTTP request on a kept-alive connection to one of the peer's replicas.
+ */
 export function createHttpClients(options: HttpClientsOptions): HttpClients {
   const { Agent, request } = load('undici') as typeof Undici;
   const timeoutMs = options.timeoutMs ?? CLIENT_TIMEOUT_MS;
@@ -71,20 +61,18 @@ export function createHttpClients(options: HttpClientsOptions): HttpClients {
 
   const authorizationFor = async (service: ServiceName, authority?: CallAuthority): Promise<string> => {
     if (authority?.authorization) return authority.authorization;
-    if (!options.systemToken) throw new UpstreamError(service, 'this process has no system token to call it with');
-    return `Bearer ${await options.systemToken()}`;
+    const token = options.systemToken?.();
+    if (!token) throw new UpstreamError(service, 'this process has no system token to call it with');
+    return `Bearer ${await token}`;
   };
 
-  /** Sends JSON; answers the parsed body for 2xx, undefined for an `expected` non-2xx status. */
+  /** Sends JSON (a GET without a body); answers the parsed body for 2xx, undefined for the `absent` status. */
   const send = async <T>(
     service: ServiceName,
-    method: 'GET' | 'POST',
-    path: string,
-    body: unknown,
-    schema: z.ZodType<T>,
-    expected: number[] = [],
+    target: { method: 'GET' | 'POST'; path: string; body?: unknown; output: z.ZodType<T>; absent?: number },
     authority?: CallAuthority,
-  ): Promise<{ status: number; data?: T }> => {
+  ): Promise<T | undefined> => {
+    const { method, path, body } = target;
     const authorization = await authorizationFor(service, authority);
     let response: Awaited<ReturnType<typeof request>>;
     try {
@@ -103,38 +91,31 @@ export function createHttpClients(options: HttpClientsOptions): HttpClients {
     }
     const status = response.statusCode;
     if (status >= 200 && status < 300) {
-      const parsed = schema.safeParse(await response.body.json().catch(() => undefined));
+      const parsed = target.output.safeParse(await response.body.json().catch(() => undefined));
       if (!parsed.success) throw new UpstreamError(service, `answered an unexpected body on ${path}`);
-      return { status, data: parsed.data };
+      return parsed.data;
     }
     await response.body.dump();
-    if (expected.includes(status)) return { status };
+    if (status === target.absent) return undefined;
     throw new UpstreamError(service, `answered ${status} on ${path}`);
   };
-  const post = <T>(service: ServiceName, path: string, body: unknown, schema: z.ZodType<T>, expected: number[] = []) =>
-    send(service, 'POST', path, body, schema, expected);
+
+  /** One method: its internal route on the process's own behalf, its public route on a caller's. */
+  const callOf =
+    (service: ServiceName, method: InternalMethod) =>
+    (input: unknown, authority?: CallAuthority): Promise<unknown> => {
+      const { onBehalf, absent } = method;
+      if (onBehalf && authority?.authorization) {
+        return send(service, { method: 'GET', path: onBehalf.path(input), output: onBehalf.output, absent }, authority);
+      }
+      return send(service, { method: 'POST', path: method.path, body: input, output: method.output, absent });
+    };
+
+  const clientOf = <Api extends InternalApi>(api: Api): ClientOf<Api> =>
+    Object.fromEntries(Object.entries(api.methods).map(([name, method]) => [name, callOf(api.service, method)])) as ClientOf<Api>;
 
   return {
-    identity: {
-      lookup: async (query, authority) => {
-        if (!authority?.authorization) return (await post('identity', INTERNAL_ROUTES.identityLookup, query, internalIdentitySchema, [404])).data;
-        // On a caller's behalf: the public read routes, with exactly the caller's authority.
-        const path = 'email' in query ? `${IDENTITY_PATH}/email/${encodeURIComponent(query.email)}` : `${IDENTITY_PATH}/${encodeURIComponent(query.id)}`;
-        return (await send('identity', 'GET', path, undefined, createdIdentitySchema, [404], authority)).data;
-      },
-      // Roles are set by admins only on the public route; the platform's own services use the internal one.
-      create: async (input) => (await post('identity', INTERNAL_ROUTES.identityCreate, input, internalIdentitySchema, [422])).data,
-    },
-    credentials: {
-      verifyPassword: async (input) => (await post('credentials', INTERNAL_ROUTES.verifyPassword, input, verifyPasswordResponseSchema)).data!,
-      verifyApiKey: async (apiKey) => (await post('credentials', INTERNAL_ROUTES.verifyApiKey, { apiKey }, verifyApiKeyResponseSchema)).data!,
-      createLocalPassword: async (identityId, password) => {
-        const { status } = await post('credentials', INTERNAL_ROUTES.localPasswordCreate, { identityId, password }, createdCredentialSchema, [422]);
-        return status === 201;
-      },
-      findFederated: async (request) => (await post('credentials', INTERNAL_ROUTES.federatedLookup, request, federatedCredentialSchema, [404])).data,
-      createFederated: async (request) => (await post('credentials', INTERNAL_ROUTES.federatedCreate, request, federatedCredentialSchema, [422])).data,
-    },
+    ...(Object.fromEntries(INTERNAL_APIS.map((api) => [api.service, clientOf(api)])) as Omit<ServiceClients, 'readiness'>),
     readiness: async (service) => {
       try {
         const response = await call(service, '/health/readiness', (url) => request(url, { dispatcher, signal: AbortSignal.timeout(timeoutMs) }));

@@ -1,4 +1,4 @@
-import { SERVICE_NAMES, SERVICES, UpstreamError, type ServiceClients, type ServiceName, type ServiceReadiness } from '@app/contracts';
+import { INTERNAL_APIS, SERVICE_NAMES, SERVICES, type ClientOf, type InternalApi, type ServiceClients, type ServiceName, type ServiceReadiness } from '@app/contracts';
 import { accessTokenVerifier, type TokenVerifier } from '../auth/auth.js';
 import {
   busRevocationSource,
@@ -12,6 +12,7 @@ import { outboxBacklog, startOutboxRelay } from '../bus/outbox.js';
 import { trackOutboxBacklog } from '../metrics/metrics.js';
 import type { PlatformConfig } from '../config.js';
 import { createHttpClients, type HttpClients } from '../clients/http-clients.js';
+import { inProcessClient, registerInternalRoutes, type InternalImplementation } from '../clients/internal-api.js';
 import { migrate } from '../db/migrator.js';
 import { cacheCheck, databaseCheck, type DependencyCheck } from '../health/checks.js';
 import { healthRoutes, readinessOf } from '../health/health-routes.js';
@@ -22,31 +23,45 @@ import type { Dependencies } from '../runtime.js';
 import type { Provided, Service, ServiceContext } from './define-service.js';
 
 /**
- * What the services of one process share: one token verifier, the in-process implementations
- * each offers the others, and the HTTP clients for the peers that run elsewhere.
+ * What the services of one process share: one token verifier, what each offers the others
+ * (its internal API, its capabilities), and the HTTP clients for the peers that run elsewhere.
  */
 export interface ServiceHub {
   verifier: TokenVerifier;
   /** The revocations the verifier refuses, one set per process. */
   revocations: RevocationSet;
   /**
-   * Keeps `revocations` current: seeded from sso (in process where sso provided its record,
-   * over `deps`' bus otherwise), then fed by the bus; resolves once the first seed was tried.
-   * Called once the process's services are mounted (sso's in-process record is known then);
+   * Keeps `revocations` current: seeded from the live revocations a service of the process
+   * provides, else over `deps`' bus, then fed by the bus; resolves once the first seed was
+   * tried. Called once the process's services are mounted (what they provide is known then);
    * later calls reuse the feed, `close` stops it.
    */
   followRevocations(deps: Pick<Dependencies, 'bus' | 'logger'>): Promise<void>;
-  /** Readiness: required, failing until the revocations were read from sso once. */
+  /** Readiness: required, failing until the revocations were read once. */
   revocationsCheck: DependencyCheck;
   clients: ServiceClients;
+  /** Its peers in this process call `api` in process from now on. */
+  serve<Api extends InternalApi>(api: Api, implementation: InternalImplementation<Api>): void;
   provide(provided: Provided): void;
   /** Registers a service of this process, whose readiness is then answered in-process. */
   addLocal(name: ServiceName, readiness: () => Promise<ServiceReadiness>): void;
   close(): Promise<void>;
 }
 
+/**
+ * A client of `api` that picks its implementation at each call, so the order services
+ * register in (or whether a peer runs in this process at all) never matters: in process when
+ * the peer serves it here, HTTP otherwise.
+ */
+function resolvingClient<Api extends InternalApi>(api: Api, resolve: () => ClientOf<Api>): ClientOf<Api> {
+  const callOf = (name: string) => (input: unknown, authority?: unknown) =>
+    (resolve() as unknown as Record<string, (input: unknown, authority?: unknown) => Promise<unknown>>)[name]!(input, authority);
+  return Object.fromEntries(Object.keys(api.methods).map((name) => [name, callOf(name)])) as ClientOf<Api>;
+}
+
 export function createServiceHub(config: PlatformConfig): ServiceHub {
   const provided: Provided = {};
+  const served = new Map<ServiceName, ClientOf<InternalApi>>();
   const revocations = createRevocationSet();
   let feed: Promise<RevocationFeed> | undefined;
   let followed: RevocationFeed | undefined;
@@ -55,29 +70,17 @@ export function createServiceHub(config: PlatformConfig): ServiceHub {
   const remote = () =>
     (http ??= createHttpClients({
       urls: Object.fromEntries(SERVICE_NAMES.map((name) => [name, config[SERVICES[name].urlVariable]])),
-      systemToken: () => {
-        if (!provided.systemToken) throw new UpstreamError('sso', 'no system token in this process');
-        return provided.systemToken();
-      },
+      systemToken: () => provided.systemToken?.(),
     }));
-  // Resolved at each call, so the order services register in (or whether a peer runs in this
-  // process at all) never matters: in-process when the peer provided itself, HTTP otherwise.
-  const identity = () => provided.identity ?? remote().identity;
-  const credentials = () => provided.credentials ?? remote().credentials;
-  const clients: ServiceClients = {
-    identity: {
-      lookup: (query, authority) => identity().lookup(query, authority),
-      create: (input) => identity().create(input),
-    },
-    credentials: {
-      verifyPassword: (request) => credentials().verifyPassword(request),
-      verifyApiKey: (apiKey) => credentials().verifyApiKey(apiKey),
-      createLocalPassword: (identityId, password) => credentials().createLocalPassword(identityId, password),
-      findFederated: (request) => credentials().findFederated(request),
-      createFederated: (request) => credentials().createFederated(request),
-    },
-    readiness: (name) => local.get(name)?.() ?? remote().readiness(name),
-  };
+  const clients = {
+    ...Object.fromEntries(
+      INTERNAL_APIS.map((api) => [
+        api.service,
+        resolvingClient(api as InternalApi, () => served.get(api.service) ?? (remote()[api.service] as ClientOf<InternalApi>)),
+      ]),
+    ),
+    readiness: (name: ServiceName) => local.get(name)?.() ?? remote().readiness(name),
+  } as ServiceClients;
   return {
     verifier: accessTokenVerifier(config, () => provided.verificationKeys, revocations),
     revocations,
@@ -88,6 +91,7 @@ export function createServiceHub(config: PlatformConfig): ServiceHub {
     },
     revocationsCheck: revocationsCheck(() => followed),
     clients,
+    serve: (api, implementation) => void served.set(api.service, inProcessClient(api, implementation) as ClientOf<InternalApi>),
     provide: (more) => Object.assign(provided, more),
     addLocal: (name, readiness) => local.set(name, readiness),
     close: async () => {
@@ -136,21 +140,29 @@ export async function mountService(
     checks[name] = check;
     if (readiness.processChecks) readiness.processChecks[name] = check;
   };
-  const context: ServiceContext = {
-    name: service.name,
-    mode,
-    config: deps.config,
-    logger: deps.logger.child({ service: service.name }),
-    database: deps.database,
-    cache: deps.cache,
-    bus: deps.bus,
-    verifier: hub.verifier,
-    clients: hub.clients,
-    eventsCommitted: relay ? relay.wake : () => undefined,
-    provide: hub.provide,
-    addReadinessCheck,
-  };
-  await app.register(async (scope) => service.routes(scope as App, context));
+  await app.register(async (scope) => {
+    const context: ServiceContext = {
+      name: service.name,
+      mode,
+      config: deps.config,
+      logger: deps.logger.child({ service: service.name }),
+      database: deps.database,
+      cache: deps.cache,
+      bus: deps.bus,
+      verifier: hub.verifier,
+      clients: hub.clients,
+      eventsCommitted: relay ? relay.wake : () => undefined,
+      serve: async (api, implementation) => {
+        if (api.service !== service.name) throw new Error(`${service.name} cannot serve ${api.service}'s internal API: a service serves only its own`);
+        hub.serve(api, implementation);
+        // Peers in this process call it in process; only a standalone service serves other processes.
+        if (mode === 'standalone') await scope.register(async (routes) => registerInternalRoutes(routes as App, api, implementation));
+      },
+      provide: hub.provide,
+      addReadinessCheck,
+    };
+    await service.routes(scope as App, context);
+  });
 }
 
 /**
@@ -206,7 +218,7 @@ export async function buildPlatformApp(services: readonly Service[], deps: Depen
   });
   app.addHook('onClose', () => hub.close());
   // The process's probe: its database and cache, the revocations it knows, and what each
-  // service adds (sso's signing key and bootstrap admin), so it is ready only once every
+  // service adds (such as a signing key, or a first admin), so it is ready only once every
   // documented flow can be served.
   const processChecks: Record<string, DependencyCheck> = {
     database: databaseCheck(deps.database),
@@ -215,7 +227,7 @@ export async function buildPlatformApp(services: readonly Service[], deps: Depen
   };
   await healthRoutes(app, { service: 'platform', version: RELEASE_VERSION, checks: processChecks });
   for (const service of services) await mountService(app, service, deps, hub, 'all-in-one', { processChecks });
-  // After the services: sso, mounted above, provides its record of revocations in process.
+  // After the services: one mounted above may provide the live revocations in process.
   await hub.followRevocations(deps);
   if (options.edge) await options.edge(app);
   return app;

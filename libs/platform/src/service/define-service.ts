@@ -1,9 +1,8 @@
-import type { CredentialsClient, IdentityClient, ServiceClients, ServiceName } from '@app/contracts';
-import type { JWTVerifyGetKey } from 'jose';
+import type { Capabilities, InternalApi, ServiceClients, ServiceName } from '@app/contracts';
 import type { TokenVerifier } from '../auth/auth.js';
-import type { RevocationSource } from '../auth/revocations.js';
 import type { Bus } from '../bus/bus.js';
 import type { Cache } from '../cache/cache.js';
+import type { InternalImplementation } from '../clients/internal-api.js';
 import type { ConfigKey, PlatformConfig } from '../config.js';
 import type { Database } from '../db/database.js';
 import type { DependencyCheck } from '../health/checks.js';
@@ -24,13 +23,19 @@ export interface ServiceContext {
   database: Database;
   cache: Cache;
   bus: Bus;
-  /** The process's one token verifier (cached; in-process keys where sso runs here). */
+  /** The process's one token verifier (cached; in-process keys where a service of the process provides them). */
   verifier: TokenVerifier;
   /** Typed clients of the other services: in-process where they run here, HTTP otherwise. */
   clients: ServiceClients;
   /** Tells the outbox relay a change committed (publish now, not at the next poll). */
   eventsCommitted(): void;
-  /** Offers other services of this process what this one provides (see `Provided`). */
+  /**
+   * Serves its internal API (declared in `@app/contracts`) with `implementation`: its peers in
+   * this process call it in process; in its own process (`standalone`) its routes serve the
+   * others over HTTP too.
+   */
+  serve<Api extends InternalApi>(api: Api, implementation: InternalImplementation<Api>): Promise<void>;
+  /** Offers the other services of this process what this one provides (see `Provided`). */
   provide(provided: Provided): void;
   /**
    * Adds a check to its readiness report (and, in the all-in-one, to the process's probe):
@@ -39,19 +44,8 @@ export interface ServiceContext {
   addReadinessCheck(name: string, check: DependencyCheck): void;
 }
 
-/** What a service offers the others of its process, instead of them calling it over HTTP. */
-export interface Provided {
-  /** identity's in-process client. */
-  identity?: IdentityClient;
-  /** credentials' in-process client. */
-  credentials?: CredentialsClient;
-  /** sso's key table: every verifier of the process checks tokens against it, no JWKS fetch. */
-  verificationKeys?: JWTVerifyGetKey;
-  /** sso's short-lived system token, for the calls its HTTP clients make on its own behalf. */
-  systemToken?: () => Promise<string>;
-  /** sso's record of live revocations: the process's verifier seeds from it, no bus round trip. */
-  liveRevocations?: RevocationSource;
-}
+/** What a service offers the others of its process, instead of them reaching it over the network. */
+export type Provided = Partial<Capabilities>;
 
 /** A service, declared once; the kit runs it alone (`runService`) or beside the others (`buildPlatformApp`). */
 export interface Service {

@@ -1,19 +1,8 @@
 import {
-  federatedCreateRequestSchema,
-  federatedCredentialSchema,
-  federatedLookupRequestSchema,
-  INTERNAL_ROUTES,
-  verifyApiKeyRequestSchema,
-  verifyApiKeyResponseSchema,
-  verifyPasswordRequestSchema,
-  verifyPasswordResponseSchema,
-} from '@app/contracts';
-import {
   createdResponse,
   createIdempotently,
   idempotencyResponses,
   idempotentHeadersSchema,
-  sendAnswer,
   type StoredAnswer,
   notModifiedResponse,
   preconditionFailedResponse,
@@ -35,7 +24,6 @@ import {
   listCredentialsQuerySchema,
   updateCredentialBodySchema,
 } from './schemas.js';
-import { federatedSubjectNotFound, subjectTaken } from './errors.js';
 import type { Caller, CredentialService, TaggedCredential } from './service.js';
 import { CREDENTIALS_SCHEMA } from './repository.js';
 
@@ -181,91 +169,6 @@ export async function credentialRoutes(app: App, options: CredentialRoutesOption
     async (request, reply) => {
       await service.revoke(request.params.id, principalOf(request), writePrecondition(request));
       return reply.code(204).send(null);
-    },
-  );
-}
-
-/**
- * Verifications for sso only: outside the gateway's prefixes and only for `system` tokens.
- * Each answers 200 with `valid: false` for any mismatch, never saying which part was wrong.
- */
-export async function credentialInternalRoutes(app: App, options: CredentialRoutesOptions): Promise<void> {
-  const schema = (summary: string) => ({ hide: true, tags: ['Internal'], summary, security });
-  const systemOnly = { auth: 'platform' } as const;
-
-  app.post(
-    INTERNAL_ROUTES.verifyPassword,
-    {
-      config: systemOnly,
-      schema: {
-        ...schema('Verify a LOCAL password for an email or identity (system tokens only)'),
-        body: verifyPasswordRequestSchema,
-        response: { 200: verifyPasswordResponseSchema, ...errors },
-      },
-    },
-    async (request) => options.service.verifyPassword(request.body, callerOf(request).authority),
-  );
-
-  app.post(
-    INTERNAL_ROUTES.verifyApiKey,
-    {
-      config: systemOnly,
-      schema: {
-        ...schema('Resolve an API key to its identity and roles (system tokens only)'),
-        body: verifyApiKeyRequestSchema,
-        response: { 200: verifyApiKeyResponseSchema, ...errors },
-      },
-    },
-    async (request) => options.service.verifyApiKey(request.body.apiKey, callerOf(request).authority),
-  );
-
-  app.post(
-    INTERNAL_ROUTES.federatedLookup,
-    {
-      config: systemOnly,
-      schema: {
-        ...schema('Find the GOOGLE or GITHUB credential of an upstream subject: sso\'s federated sign-in (system tokens only)'),
-        body: federatedLookupRequestSchema,
-        response: { 200: federatedCredentialSchema, ...errors },
-      },
-    },
-    async (request) => {
-      const found = await options.service.findFederated(request.body);
-      if (!found) throw federatedSubjectNotFound();
-      return found;
-    },
-  );
-
-  app.post(
-    INTERNAL_ROUTES.federatedCreate,
-    {
-      config: systemOnly,
-      schema: {
-        ...schema('Link an upstream subject to an identity: sso\'s federated sign-up (system tokens only)'),
-        body: federatedCreateRequestSchema,
-        response: { 201: federatedCredentialSchema, ...errors },
-      },
-    },
-    async (request, reply) => {
-      const created = await options.service.createFederated(request.body, callerOf(request));
-      if (!created) throw subjectTaken(request.body.provider);
-      return reply.code(201).send(created);
-    },
-  );
-
-  app.post(
-    INTERNAL_ROUTES.localPasswordCreate,
-    {
-      config: systemOnly,
-      schema: {
-        ...schema('Give an identity its LOCAL password: sso\'s bootstrap admin (platform service tokens only)'),
-        body: z.strictObject({ identityId: z.uuid(), password: z.string().min(8).max(1024) }),
-        response: { 201: credentialListSchema, ...errors },
-      },
-    },
-    async (request, reply) => {
-      const { identityId, password } = request.body;
-      return sendAnswer(reply, createdAnswer(await options.service.create({ identity_id: identityId, provider: 'LOCAL', secret: password }, callerOf(request), { platform: true })));
     },
   );
 }

@@ -1,4 +1,3 @@
-import { identityLookupRequestSchema, INTERNAL_ROUTES, internalIdentitySchema } from '@app/contracts';
 import type { BlockList } from 'node:net';
 import {
   createdResponse,
@@ -16,10 +15,8 @@ import {
   type App,
 } from '@app/platform';
 import { listHeadersSchema, pageOf, setPagingHeaders, wantsExactCount } from '@app/platform';
-import { identityEmailNotFound, identityNotFound } from './errors.js';
 import {
   createIdentityBodySchema,
-  internalCreateIdentityBodySchema,
   identityEmailParamsSchema,
   identityIdParamsSchema,
   identityListSchema,
@@ -169,52 +166,6 @@ export async function identityRoutes(app: App, options: IdentityRoutesOptions): 
     async (request, reply) => {
       const { record, etag } = await service.update(request.params.id, request.body, principalOf(request), writePrecondition(request));
       return reply.header('etag', etag).send([record]);
-    },
-  );
-}
-
-/**
- * Routes for other services only: outside the gateway's prefixes, and only for `system`
- * tokens, so no end user can enumerate identities through them.
- */
-export async function identityInternalRoutes(app: App, options: Pick<IdentityRoutesOptions, 'service'>): Promise<void> {
-  app.post(
-    INTERNAL_ROUTES.identityLookup,
-    {
-      config: { auth: 'platform' },
-      schema: {
-        // Not routed by the gateway, so not part of the public document either.
-        hide: true,
-        tags: ['Internal'],
-        summary: 'Find an identity by email or id (system tokens only)',
-        security,
-        body: identityLookupRequestSchema,
-        response: { 200: internalIdentitySchema, ...errors },
-      },
-    },
-    async (request) => {
-      const identity = await options.service.lookup(request.body);
-      if (!identity) throw 'email' in request.body ? identityEmailNotFound() : identityNotFound(request.body.id);
-      return identity;
-    },
-  );
-
-  app.post(
-    INTERNAL_ROUTES.identityCreate,
-    {
-      config: { auth: 'platform' },
-      schema: {
-        hide: true,
-        tags: ['Internal'],
-        summary: "Create an identity with roles: sso's bootstrap administrator (system tokens only)",
-        security,
-        body: internalCreateIdentityBodySchema,
-        response: { 201: internalIdentitySchema, ...errors },
-      },
-    },
-    async (request, reply) => {
-      const { id, name, email, roles, activated } = await options.service.createWithRoles(request.body);
-      return reply.code(201).header('location', recordLocation(IDENTITY_PREFIX, id)).send({ id, name, email, roles, activated });
     },
   );
 }

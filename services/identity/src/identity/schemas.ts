@@ -1,32 +1,6 @@
-import { internalIdentitySchema } from '@app/contracts';
+import { avatarSchema, emailSchema, internalIdentitySchema, nameSchema, rolesSchema } from '@app/contracts';
 import { booleanFilterValue, filterParam, INPUT_EXAMPLES, instantFilterValue, listQuerySchema, type FilterCondition } from '@app/platform';
 import { z } from 'zod';
-
-/**
- * Emails are compared case-insensitively, as every identity provider does in practice: they
- * are lower-cased on the way in (bodies, paths, filters) and stored that way. The pattern is
- * the WHATWG one browsers use for <input type=email>: it accepts a domain without a dot, such
- * as the all-in-one mode's development admin, admin@localhost.
- */
-export const emailSchema = z
-  .email({ pattern: z.regexes.html5Email })
-  .max(320)
-  // Before the transform: zod keeps examples of what a request sends only there. Without one
-  // the docs UI makes an address up from the pattern that no one would type.
-  .meta({ examples: ['ada@example.com'] })
-  .transform((email) => email.toLowerCase());
-
-/** An avatar is a web image: http(s) only, so no `javascript:` or `data:` URL reaches a UI. */
-export const avatarSchema = z.url({ protocol: /^https?$/, hostname: z.regexes.hostname }).max(2048);
-
-export const nameSchema = z.string().trim().min(1).max(200);
-
-/** Role names are short tokens (`admin`, `billing.read`), deduplicated. */
-export const rolesSchema = z
-  .array(z.string().regex(/^[a-z][a-z0-9_.:-]{0,63}$/))
-  .max(32)
-  .meta({ examples: [['billing.read']] })
-  .transform((roles) => [...new Set(roles)]);
 
 export const identitySchema = z
   .object({
@@ -61,9 +35,6 @@ export const createIdentityBodySchema = z
     roles: rolesSchema.optional().describe('Only an admin may set roles'),
   })
   .meta({ id: 'IdentityCreate', [INPUT_EXAMPLES]: [SIGN_UP_EXAMPLE] });
-
-/** The internal create (sso's bootstrap administrator): the public shape, roles required. */
-export const internalCreateIdentityBodySchema = createIdentityBodySchema.extend({ roles: rolesSchema });
 
 export const updateIdentityBodySchema = z.strictObject({
   name: nameSchema.optional(),

@@ -38,7 +38,7 @@ export async function bootstrapAdmin(options: BootstrapAdminOptions): Promise<Bo
   identity ??= await identities.create({ name: 'Administrator', email, roles: ['admin'] });
   identity ??= await identities.lookup({ email });
   if (!identity) throw new Error('bootstrap admin: the identity could not be created or found');
-  const credentialCreated = await credentials.createLocalPassword(identity.id, password);
+  const credentialCreated = (await credentials.createLocalPassword({ identityId: identity.id, password })) !== undefined;
   if (credentialCreated) logger.info({ email, identityId: identity.id }, 'bootstrap admin created');
   if (credentialCreated && !options.password) options.announce(adminAnnouncement(email, password, identity.id));
   return created || credentialCreated ? 'created' : 'exists';

@@ -101,15 +101,12 @@ export async function createGrantCache(options: {
 
   return {
     credentials: {
-      verifyPassword: (request) => credentials.verifyPassword(request),
-      createLocalPassword: (identityId, password) => credentials.createLocalPassword(identityId, password),
-      findFederated: (request) => credentials.findFederated(request),
-      createFederated: (request) => credentials.createFederated(request),
-      verifyApiKey: (apiKey) =>
-        cached(apiKeys, createHmac('sha256', keyOfSecret).update(apiKey).digest('base64url'), () => credentials.verifyApiKey(apiKey), (verdict) => verdict.valid),
+      ...credentials,
+      verifyApiKey: (request) =>
+        cached(apiKeys, createHmac('sha256', keyOfSecret).update(request.apiKey).digest('base64url'), () => credentials.verifyApiKey(request), (verdict) => verdict.valid),
     },
     identities: {
-      create: (input) => identities.create(input),
+      ...identities,
       lookup: (query, authority) =>
         'id' in query ? cached(byId, query.id, () => identities.lookup(query, authority), (identity) => identity?.activated === true) : identities.lookup(query, authority),
     },

@@ -298,7 +298,7 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
       tokenMetrics.throttled('client_credentials');
       throw tooManyAttempts(retryAfter);
     }
-    const verdict = await upstreamCall(() => credentials.verifyApiKey(secret));
+    const verdict = await upstreamCall(() => credentials.verifyApiKey({ apiKey: secret }));
     const matchesClientId = !clientId || clientId === verdict.credentialId || clientId === verdict.identityId;
     if (!verdict.valid || !verdict.identityId || !verdict.credentialId || !matchesClientId) {
       await throttle.recordFailure(context.clientAddress);
