@@ -175,6 +175,25 @@ describe.each(testModes().flatMap((mode) => TOPOLOGIES.map((topology) => [mode, 
         expect(small.status).toBe(200);
       });
 
+      it('16 KiB wherever sso declares it (introspection, the login and logout forms), and only there', async () => {
+        const form = `token=${'x'.repeat(20_000)}`;
+        const post = (path: string) =>
+          rawRequest(
+            platform.gateway,
+            `POST ${path} HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: ${form.length}\r\n\r\n${form}`,
+          );
+        const introspect = await post('/api/v1/sso/introspect');
+        expect([introspect.status, introspect.closed]).toEqual([413, true]);
+        expect(rawBody(introspect)).toEqual({ error: 'invalid_request', error_description: 'The request body is too large.' });
+        for (const path of ['/api/v1/sso/login', '/api/v1/sso/logout']) {
+          const reply = await post(path);
+          expect([path, reply.status, reply.closed]).toEqual([path, 413, true]);
+        }
+        // A route declaring no smaller limit reads as much (and refuses it for what it says).
+        const signUp = await send('POST', '/api/v1/identity', { type: 'application/json', body: JSON.stringify({ email: `${'x'.repeat(20_000)}@example.com`, password: 'x' }) });
+        await expectProblem(signUp, 400);
+      });
+
       it('a chunked body over the general limit: 413 and closed', async () => {
         const chunk = 'x'.repeat(64 * 1024);
         const chunks = Array.from({ length: 20 }, () => `${chunk.length.toString(16)}\r\n${chunk}\r\n`).join('');

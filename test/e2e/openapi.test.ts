@@ -183,6 +183,25 @@ describe.each(DEPLOYMENTS)('the OpenAPI document ($name)', (deployment) => {
     expect(checked).toContain('anonymous POST /api/v1/identity -> 201');
   });
 
+  it('lets an anonymous caller past the edge exactly on the operations it documents as needing no token', async () => {
+    const refusedAtEdge: string[] = [];
+    const open: string[] = [];
+    for (const { method, path, operation } of operationsOf(document)) {
+      const url = path.replace(/\{(\w+)\}/g, () => randomUUID());
+      const response = await fetch(`${running.url}${url}`, { method: method.toUpperCase(), ...(operation.requestBody ? { headers: { 'content-type': 'application/json' }, body: '{}' } : {}) });
+      const text = await response.text();
+      const where = `${method.toUpperCase()} ${path}`;
+      // The edge's refusal: the platform's 401 problem, whatever the route behind would answer.
+      if (response.status === 401 && text.includes('"PLATFORM_AUTH_INVALID_TOKEN"')) refusedAtEdge.push(where);
+      // No requirement (route-auth's `public`), or an empty one among them (`optional`): no token needed.
+      const security = operation.security as object[];
+      if (security.length === 0 || security.some((requirement) => Object.keys(requirement).length === 0)) open.push(where);
+    }
+    const all = operationsOf(document).map(({ method, path }) => `${method.toUpperCase()} ${path}`);
+    expect(refusedAtEdge.sort()).toEqual(all.filter((where) => !open.includes(where)).sort());
+    expect(open).toEqual(expect.arrayContaining(['POST /api/v1/identity', 'POST /api/v1/sso/token', 'GET /api/v1/sso/jwks', 'GET /api/v1/products/ping']));
+  });
+
   it('documents the OAuth endpoints’ 413 for a body over their limit, in the RFC 6749 shape it has', async () => {
     const validate = schemaValidator(document);
     for (const path of ['/api/v1/sso/token', '/api/v1/sso/revoke']) {

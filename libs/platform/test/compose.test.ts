@@ -283,11 +283,12 @@ describe('buildPlatformApp', () => {
     expect(modes).toEqual(['identity:all-in-one', 'crud:all-in-one']);
   });
 
-  it('is the edge: a public route off the allowlist and an unknown path want a token', async () => {
-    expect((await app.inject({ method: 'GET', url: '/api/v1/crud/open' })).statusCode).toBe(401);
+  it('is the edge: a route its service declares public opens, an unknown path or a sibling wants a token', async () => {
+    expect((await app.inject({ method: 'GET', url: '/api/v1/crud/open' })).json()).toEqual({ name: 'crud' });
     expect((await app.inject({ method: 'GET', url: '/nowhere' })).statusCode).toBe(401);
+    expect((await app.inject({ method: 'GET', url: '/api/v1/crud/open/x' })).statusCode).toBe(401);
+    expect((await app.inject({ method: 'POST', url: '/api/v1/crud/open' })).statusCode).toBe(401);
     const authorization = `Bearer ${await issuer.mint(randomUUID())}`;
-    expect((await app.inject({ method: 'GET', url: '/api/v1/crud/open', headers: { authorization } })).json()).toEqual({ name: 'crud' });
     expect((await app.inject({ method: 'GET', url: '/nowhere', headers: { authorization } })).statusCode).toBe(404);
   });
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { camelCase, createApp, createLogger, derivedOperationId, listQuerySchema, problemSchema, type App } from '@app/platform';
+import { camelCase, createApp, createLogger, declareAuth, derivedOperationId, EDGE_ROUTES, listQuerySchema, problemSchema, type App } from '@app/platform';
 import { z } from 'zod';
 
 describe('operationIds', () => {
@@ -96,5 +96,49 @@ describe('a service document, finished by the kit', () => {
     expect(Object.keys(document.components.headers).sort()).toEqual(['Content-Range', 'Link', 'Location', 'Preference-Applied', 'Retry-After']);
     expect(document.tags).toEqual([{ name: 'Thing', description: 'Things' }]);
     expect(document.servers).toEqual([{ url: '/', description: expect.any(String) }]);
+  });
+});
+
+describe('the routes an app declares for the edge (EDGE_ROUTES of its own document)', () => {
+  let app: App;
+  let declared: { method: string; path: string; auth: unknown; bodyLimit?: number }[];
+
+  beforeAll(async () => {
+    app = await createApp({ name: 'edge-routes', version: '1.0.0', logger: createLogger({ LOG_LEVEL: 'silent' }), bodyLimit: 1024 });
+    app.get('/things/:id', { config: { auth: { roles: ['editor'] } } }, async () => ({}));
+    app.post('/things/form', { config: { auth: 'public' }, bodyLimit: 256, schema: { hide: true } }, async () => ({}));
+    app.get('/things/start', { config: { auth: 'public' }, exposeHeadRoute: false }, async () => ({}));
+    app.get('/things', async () => []);
+    await app.register(async (scope) => {
+      declareAuth(scope as App, 'public');
+      scope.get('/open/*', async () => ({}));
+    });
+    declared = (await app.inject({ method: 'GET', url: '/openapi.json' })).json()[EDGE_ROUTES];
+  });
+  afterAll(() => app.close());
+
+  const find = (method: string, path: string) => declared.find((route) => route.method === method && route.path === path);
+
+  it('lists every route with its method, template and auth as declared, `authenticated` when it declares none', () => {
+    expect(find('GET', '/things/:id')).toEqual({ method: 'GET', path: '/things/:id', auth: { roles: ['editor'] } });
+    expect(find('GET', '/things')).toEqual({ method: 'GET', path: '/things', auth: 'authenticated' });
+  });
+
+  it('carries a route’s own body limit, hidden routes included', () => {
+    expect(find('POST', '/things/form')).toEqual({ method: 'POST', path: '/things/form', auth: 'public', bodyLimit: 256 });
+  });
+
+  it('lists a GET’s HEAD twin as its GET is declared, and none where the route has none', () => {
+    expect(find('HEAD', '/things/:id')).toMatchObject({ auth: { roles: ['editor'] } });
+    expect(find('GET', '/things/start')).toMatchObject({ auth: 'public' });
+    expect(find('HEAD', '/things/start')).toBeUndefined();
+  });
+
+  it('takes what a scope declares for its routes (declareAuth runs after the list is collected)', () => {
+    expect(find('GET', '/open/*')).toMatchObject({ auth: 'public' });
+  });
+
+  it('lists its own document for its peers, open to them', () => {
+    expect(find('GET', '/openapi.json')).toMatchObject({ auth: 'public' });
   });
 });

@@ -344,46 +344,34 @@ describe('route auth at the edge (the gateway, the all-in-one)', () => {
   let app: App;
   beforeAll(async () => {
     app = await buildApp({ edge: true }, (routes) => {
-      // On the allowlist of @app/contracts.
       routes.get('/health/liveness', { config: { auth: 'public' } }, whoami);
       routes.get('/api/v1/widgets/ping', { config: { auth: 'public' } }, whoami);
+      routes.get('/api/v1/widgets/:id', { config: { auth: 'authenticated' } }, whoami);
       routes.post('/api/v1/sso/token', { config: { auth: 'optional' }, schema: { body: thingSchema } }, whoami);
-      // On the allowlist too, but the route itself wants more: the allowlist never opens a route.
-      routes.get('/api/v1/gadgets/ping', { config: { auth: 'authenticated' } }, whoami);
-      routes.post('/api/v1/identity', { config: { auth: { roles: ['admin'] } } }, whoami);
+      // A proxy: its own `auth` lets every request through, the route behind it decides at the edge.
+      routes.get(
+        '/forwarded/*',
+        { config: { auth: 'public', forwardedAuth: (method, url) => (method === 'GET' && url.split('?')[0] === '/forwarded/open' ? 'public' : undefined) } },
+        whoami,
+      );
     });
   });
   afterAll(() => app.close());
 
   const get = (url: string, headers: Record<string, string> = {}) => app.inject({ method: 'GET', url, headers });
 
-  it('answers a public route on the allowlist without a token, and does not look at one sent', async () => {
-    for (const url of ['/health/liveness', '/api/v1/widgets/ping', '/api/v1/widgets/ping?x=1', '/api/v1/widgets/ping/']) {
+  it('answers a route declared public without a token, and does not look at one sent: its declaration is the allowlist', async () => {
+    for (const url of ['/public', '/health/liveness', '/api/v1/widgets/ping', '/api/v1/widgets/ping?x=1', '/api/v1/widgets/ping/']) {
       const response = await get(url);
-      expect(response.statusCode).toBe(200);
-      expect(response.json()).toEqual({ principal: null });
+      expect([url, response.statusCode, response.json()]).toEqual([url, 200, { principal: null }]);
     }
-    expect((await get('/api/v1/widgets/ping', bearer(tokens.forged))).statusCode).toBe(200);
+    expect((await get('/public', bearer(tokens.forged))).statusCode).toBe(200);
   });
 
-  it('wants a token for a public route off the allowlist', async () => {
-    const anonymous = await get('/public');
-    expect(anonymous.statusCode).toBe(401);
-    expect(anonymous.headers['www-authenticate']).toBe(CHALLENGE);
-    expect((await get('/public', bearer(tokens.forged))).headers['www-authenticate']).toBe(INVALID_TOKEN);
-    expect((await get('/public', bearer(tokens.forged))).statusCode).toBe(401);
-    const response = await get('/public', bearer(tokens.user));
-    expect(response.statusCode).toBe(200);
-    // It verified the token, so the route learns who called.
-    expect(response.json()).toEqual({ principal: USER });
-  });
-
-  it('wants a token for an optional route off the allowlist', async () => {
-    expect((await get('/optional')).statusCode).toBe(401);
+  it('keeps a route declared optional optional: anonymous, known, or 401 to a bad token', async () => {
+    expect((await get('/optional')).json()).toEqual({ principal: null });
     expect((await get('/optional', bearer(tokens.user))).json()).toEqual({ principal: USER });
-  });
-
-  it('keeps an optional route on the allowlist optional: anonymous, known, or 401 to a bad token', async () => {
+    expect((await get('/optional', bearer(tokens.forged))).headers['www-authenticate']).toBe(INVALID_TOKEN);
     const post = (headers: Record<string, string>) => app.inject({ method: 'POST', url: '/api/v1/sso/token', headers, payload: { name: 'abc' } });
     expect((await post({})).json()).toEqual({ principal: null });
     expect((await post(bearer(tokens.user))).json()).toEqual({ principal: USER });
@@ -392,18 +380,34 @@ describe('route auth at the edge (the gateway, the all-in-one)', () => {
     expect((await app.inject({ method: 'POST', url: '/api/v1/sso/token', payload: { name: 'x' } })).statusCode).toBe(400);
   });
 
-  it('keeps the route policy of an allowlisted path: authenticated stays 401 and roles stay 403', async () => {
-    expect((await get('/api/v1/gadgets/ping')).statusCode).toBe(401);
-    expect((await get('/api/v1/gadgets/ping', bearer(tokens.user))).statusCode).toBe(200);
-    expect((await app.inject({ method: 'POST', url: '/api/v1/identity', payload: { name: 'x' } })).statusCode).toBe(401);
-    expect((await app.inject({ method: 'POST', url: '/api/v1/identity', headers: bearer(tokens.user) })).statusCode).toBe(403);
-    expect((await app.inject({ method: 'POST', url: '/api/v1/identity', headers: bearer(tokens.admin) })).statusCode).toBe(200);
+  it('wants a token for every route not declared open: authenticated, undeclared, roles', async () => {
+    for (const url of ['/authenticated', '/undeclared', '/editors', '/api/v1/widgets/6b1e1d1e-0000-4000-8000-000000000000']) {
+      const response = await get(url);
+      expect([url, response.statusCode, response.headers['www-authenticate']]).toEqual([url, 401, CHALLENGE]);
+    }
+    expect((await get('/authenticated', bearer(tokens.user))).statusCode).toBe(200);
   });
 
-  it('matches the allowlist by method and whole path: a sibling path or another method wants a token', async () => {
+  it('matches by method and route: another method, a sibling path or a HEAD the route does not have wants a token', async () => {
     expect((await app.inject({ method: 'POST', url: '/health/liveness' })).statusCode).toBe(401);
+    expect((await app.inject({ method: 'DELETE', url: '/public' })).statusCode).toBe(401);
     expect((await get('/api/v1/widgets/ping/x')).statusCode).toBe(401);
     expect((await get('/api/v1/sso/token')).statusCode).toBe(401);
+    expect((await app.inject({ method: 'HEAD', url: '/api/v1/sso/token' })).statusCode).toBe(401);
+    // A GET's HEAD twin is declared as its GET is.
+    expect((await app.inject({ method: 'HEAD', url: '/api/v1/widgets/ping' })).statusCode).toBe(200);
+  });
+
+  it('asks a forwarding route what the route behind it declares, and wants a token when it knows none', async () => {
+    expect((await get('/forwarded/open')).json()).toEqual({ principal: null });
+    expect((await get('/forwarded/open?x=1')).statusCode).toBe(200);
+    for (const url of ['/forwarded/other', '/forwarded/open/x', '/forwarded//open']) {
+      const response = await get(url);
+      expect([url, response.statusCode]).toEqual([url, 401]);
+    }
+    expect((await app.inject({ method: 'POST', url: '/forwarded/open' })).statusCode).toBe(401);
+    // Past the edge, the forwarding route's own `auth` applies: the service behind checks the rest.
+    expect((await get('/forwarded/other', bearer(tokens.user))).json()).toEqual({ principal: USER });
   });
 
   it('answers a route that does not exist with 401 without a token, so it does not reveal what exists', async () => {
@@ -421,14 +425,19 @@ describe('route auth at the edge (the gateway, the all-in-one)', () => {
     expect(response.json()).toMatchObject({ code: 'PLATFORM_ROUTE_NOT_FOUND' });
   });
 
-  it('answers a bad body without a token with 401 on every route kind off the allowlist, public ones included', async () => {
-    for (const name of Object.keys(POLICIES)) {
+  it('wants a token for its own OpenAPI document, which is for its peers', async () => {
+    expect((await get('/openapi.json')).statusCode).toBe(401);
+    expect((await get('/openapi.json', bearer(tokens.user))).statusCode).toBe(200);
+  });
+
+  it('answers a bad body without a token with 401 on every route not declared open, and validates the open ones', async () => {
+    for (const [name, auth] of Object.entries(POLICIES)) {
       const response = await app.inject({ method: 'POST', url: `/${name}`, headers: { 'content-type': 'application/json' }, payload: '{"name": ' });
-      expect(response.statusCode).toBe(401);
+      expect([name, response.statusCode]).toEqual([name, auth === 'public' || auth === 'optional' ? 400 : 401]);
     }
   });
 
-  it('enforces the roles of a route off the allowlist: 403 to a valid token without them', async () => {
+  it('enforces the roles of a route: 403 to a valid token without them', async () => {
     expect((await get('/editors', bearer(tokens.user))).statusCode).toBe(403);
     expect((await get('/editors', bearer(tokens.editor))).statusCode).toBe(200);
   });

@@ -3,7 +3,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import { declareAuth, OPENAPI_PATH, type App } from '@app/platform';
 import type { Route } from './routing.js';
 
-type OpenApiDocument = {
+export type OpenApiDocument = {
   openapi?: string;
   info?: Record<string, unknown>;
   paths?: Record<string, unknown>;
@@ -63,6 +63,15 @@ async function fetchDocument(url: string, timeoutMs: number): Promise<OpenApiDoc
   }
 }
 
+/** A service's own OpenAPI document from the first of its replicas (`urls`) that sends it: they run one release. */
+export async function fetchUpstreamDocument(urls: readonly string[], timeoutMs: number): Promise<OpenApiDocument | undefined> {
+  for (const url of urls) {
+    const document = await fetchDocument(url, timeoutMs);
+    if (document) return document;
+  }
+  return undefined;
+}
+
 /**
  * The one inline style swagger-ui uses: the <style> inside its topbar's logo SVG, which React
  * renders before the initializer swaps the logo for an image. Allowed by its hash, so no other
@@ -110,14 +119,7 @@ export async function registerDocs(app: App, options: { upstreams?: Route[] } = 
 
   const refresh = async () => {
     const parts = await Promise.all(
-      upstreams.map(async ([service, urls]) => {
-        // Any replica's document will do: they run one release.
-        for (const url of urls) {
-          const document = await fetchDocument(url, 2_000);
-          if (document) return { service, document };
-        }
-        return { service, document: undefined };
-      }),
+      upstreams.map(async ([service, urls]) => ({ service, document: await fetchUpstreamDocument(urls, 2_000) })),
     );
     cached = { at: Date.now(), parts };
   };

@@ -20,6 +20,7 @@ import {
 } from '@app/platform';
 import { registerBodyLimit } from './body-limit.js';
 import { PLATFORM_DESCRIPTION, PLATFORM_TITLE, registerDocs } from './docs.js';
+import { readEdgeRoutes } from './edge-routes.js';
 import { registerProxies } from './proxy.js';
 import { routingTable } from './routing.js';
 
@@ -47,13 +48,16 @@ export interface GatewayOptions {
 }
 
 /**
- * The edge of split mode: checks tokens against the public allowlist, proxies /api/v1/* to
- * the services (bodies stream through) and serves their merged API docs.
+ * The edge of split mode: proxies /api/v1/* to the services (bodies stream through), wanting
+ * a token and applying a body limit as each service's routes declare them (read from their
+ * documents at start), and serves their merged API docs.
  */
 export async function buildGateway(config: PlatformConfig, logger: Logger, options: GatewayOptions = {}): Promise<App> {
   const revocations = createRevocationSet();
   const bus = options.revocationBus ?? createLocalBus({ logger });
   const feed = options.verifier ? undefined : await startRevocationFeed({ set: revocations, source: busRevocationSource(bus), bus, logger });
+  const routes = routingTable(config);
+  const edgeRoutes = await readEdgeRoutes(routes, logger);
   const app = await createApp({
     name: 'gateway',
     title: PLATFORM_TITLE,
@@ -67,14 +71,18 @@ export async function buildGateway(config: PlatformConfig, logger: Logger, optio
     corsOrigins: config.CORS_ORIGINS,
   });
   app.addHook('onClose', async () => {
+    edgeRoutes.close();
     await feed?.stop();
     if (!options.revocationBus) await bus.close();
   });
-  // The gateway holds no state: it is ready once its verifier knows every revocation.
-  await healthRoutes(app, { service: 'gateway', version: RELEASE_VERSION, checks: feed ? { revocations: revocationsCheck(() => feed) } : {} });
+  // The gateway holds no state: it is ready once it knows every service's routes, and its verifier every revocation.
+  await healthRoutes(app, {
+    service: 'gateway',
+    version: RELEASE_VERSION,
+    checks: { routes: edgeRoutes.check, ...(feed ? { revocations: revocationsCheck(() => feed) } : {}) },
+  });
   registerBodyLimit(app, config.BODY_LIMIT);
-  const routes = routingTable(config);
-  // Each service checks its own routes' auth; the edge check above already ran for these.
+  // Each service checks its own routes' auth; the edge check (from their declarations) already ran for these.
   await app.register(async (scope) => {
     declareAuth(scope as App, 'public');
     // The services document these paths themselves; the catch-all proxy routes are not API.
@@ -83,7 +91,7 @@ export async function buildGateway(config: PlatformConfig, logger: Logger, optio
     });
     // The proxies bring their own pass-through parser for JSON in place of the platform's.
     scope.removeContentTypeParser('application/json');
-    await registerProxies(scope as App, { routes, timeoutMs: config.UPSTREAM_TIMEOUT_MS, trustedProxies: parseTrustedProxies(config.TRUST_PROXY), cors: config.CORS_ORIGINS !== undefined });
+    await registerProxies(scope as App, { routes, edgeRoutes, timeoutMs: config.UPSTREAM_TIMEOUT_MS, trustedProxies: parseTrustedProxies(config.TRUST_PROXY), cors: config.CORS_ORIGINS !== undefined });
   });
   await registerDocs(app, { upstreams: routes });
   return app;

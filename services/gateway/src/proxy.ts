@@ -4,7 +4,15 @@ import type { BlockList } from 'node:net';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Readable } from 'node:stream';
 import { BalancedPool, RetryAgent, type Dispatcher, type Pool } from 'undici';
+import type { EdgeRoutes, UpstreamRoute } from './edge-routes.js';
 import type { Route } from './routing.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** A proxy's: the route of its service that a request reaches, as that service declares it (undefined: none known). */
+    upstreamRoute?: (method: string, url: string) => UpstreamRoute | undefined;
+  }
+}
 
 /**
  * Answers a failed upstream call: 503 when the service cannot be reached (down, not yet
@@ -55,6 +63,8 @@ function withoutHopByHop<Headers extends Record<string, unknown>>(headers: Heade
 
 export interface ProxyOptions {
   routes: Route[];
+  /** What each service declares of its routes: the edge's auth and body limit for a proxied request. */
+  edgeRoutes: EdgeRoutes;
   /** How long an upstream may take to send its response headers. */
   timeoutMs: number;
   /** TRUST_PROXY of the edge: the load balancers whose X-Forwarded-For the gateway believes (none by default). */
@@ -183,6 +193,7 @@ export async function registerProxies(app: App, options: ProxyOptions): Promise<
     await Promise.all([...dispatchers.values()].map((dispatcher) => dispatcher.close()));
   });
   for (const route of options.routes) {
+    const upstreamRoute = (method: string, url: string) => options.edgeRoutes.find(route.service, method, url);
     let dispatcher = dispatchers.get(route.service);
     if (route.urls.length > 1 && !dispatcher) dispatchers.set(route.service, (dispatcher = replicasDispatcher(route.urls, poolOptions)));
     await app.register(proxy, {
@@ -193,8 +204,9 @@ export async function registerProxies(app: App, options: ProxyOptions): Promise<
       // Fastify already logs each request and its answer; two more lines per hop only cost.
       disableRequestLogging: true,
       // The service compressed its answer for the client's Accept-Encoding (or chose not to,
-      // a body under 1 KB): it passes through as is, Content-Encoding and Vary included.
-      config: { compress: false },
+      // a body under 1 KB): it passes through as is, Content-Encoding and Vary included. The
+      // edge lets a request through without a token as the service's route declares.
+      config: { compress: false, upstreamRoute, forwardedAuth: (method: string, url: string) => upstreamRoute(method, url)?.auth },
       undici: dispatcher ?? poolOptions,
       replyOptions: {
         rewriteRequestHeaders: (request, headers) => {

@@ -4,6 +4,7 @@ import { buildGateway, mergeDocuments } from '@app/gateway';
 import { healthService } from '@app/health';
 import { buildServiceApp, type App } from '@app/platform';
 import { freePort, openTestDependencies, silentLogger, startTokenIssuer, testConfig, type TokenIssuer } from '@app/testing';
+import { declaredDocument, rawDocumentAnswer, SSO_TOKEN_ROUTE } from './declared-routes.js';
 
 /** An upstream answer above the size the edge reads whole: it streams through. */
 const LARGE = 'x'.repeat(200 * 1024);
@@ -28,11 +29,13 @@ describe('gateway', () => {
     health = await buildServiceApp(healthService, { ...deps, config: { ...deps.config, PLATFORM_SERVICES: [] } });
     health.addHook('onRequest', async (request) => void seenIds.push(String(request.id)));
     const healthUrl = await health.listen({ host: '127.0.0.1', port: 0 });
-    // An upstream that accepts connections and never answers, except on the few paths below.
+    // An upstream that accepts connections and never answers, except on the few paths below
+    // and its own document, which declares the token endpoint open as sso does.
     silent = createServer((socket) => {
       held.push(socket);
       socket.on('data', (head) => {
         const path = head.toString('latin1').split(' ')[1];
+        if (path === '/openapi.json') socket.write(rawDocumentAnswer(declaredDocument([SSO_TOKEN_ROUTE], [SSO_TOKEN_ROUTE])));
         const answer = (headers: string, body: string, then?: () => void) => socket.write(`HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\n${headers}\r\n${body}`, then);
         // Headers that promise 100 bytes, then 10 (sent) and a reset.
         if (path === '/api/v1/sso/broken-body') answer('content-length: 100\r\n', '{"partial"', () => socket.destroy());
@@ -186,7 +189,8 @@ describe('gateway', () => {
     expect(document.info).toMatchObject({ title: 'API platform', version: '1.22.0' });
     expect(Object.keys(document.paths)).toEqual(expect.arrayContaining(['/api/v1/health/liveness', '/api/v1/health/readiness']));
     expect(document.paths['/api/v1/health/readiness']?.get).toMatchObject({ tags: ['Health'], summary: expect.any(String) });
-    expect(document['x-unavailable-services']).toEqual(['crud', 'sso']);
+    // sso answers nothing but its own document; crud is down.
+    expect(document['x-unavailable-services']).toEqual(['crud']);
   });
 });
 

@@ -4,6 +4,15 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/glo
 import { buildGateway } from '@app/gateway';
 import type { App } from '@app/platform';
 import { eventually, rawBody, rawHeader, rawRequest, SETTLE_BUDGET_MS, silentLogger, testConfig } from '@app/testing';
+import { answerDocument, declaredDocument, SSO_TOKEN_ROUTE } from './declared-routes.js';
+
+/** sso's login form as it declares it: open, 16 KiB, refused with a problem. */
+const LOGIN_ROUTE = { method: 'POST', path: '/api/v1/sso/login', auth: 'public', bodyLimit: 16_384 } as const;
+/** An open route that declares no limit of its own: BODY_LIMIT applies. */
+const OPEN_ROUTE = { method: 'POST', path: '/api/v1/sso/open', auth: 'public' } as const;
+const JWKS_ROUTES = ['GET', 'HEAD'].map((method) => ({ method, path: '/api/v1/sso/jwks', auth: 'public' }) as const);
+/** The fake sso's own document: the routes below, as sso declares them. */
+const SSO_DOCUMENT = declaredDocument([SSO_TOKEN_ROUTE, LOGIN_ROUTE, OPEN_ROUTE, ...JWKS_ROUTES], [SSO_TOKEN_ROUTE]);
 
 /**
  * The gateway against requests an HTTP client would never send: raw sockets in front, and
@@ -19,6 +28,7 @@ describe('gateway: hostile input', () => {
 
   beforeAll(async () => {
     upstream = createServer((req, res) => {
+      if (answerDocument(req, res, SSO_DOCUMENT)) return;
       const record = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: '', complete: false, closed: false };
       seen.push(record);
       req.on('close', () => (record.closed = true));
@@ -99,6 +109,32 @@ describe('gateway: hostile input', () => {
     expect(reply.closed).toBe(true);
     expect(rawBody(reply)).toEqual({ error: 'invalid_request', error_description: 'The request body is too large.' });
     expect(seen).toHaveLength(0);
+  });
+
+  it('a body just over the 16 KiB its route declares, under BODY_LIMIT: 413 as the route answers it, closed, nothing forwarded', async () => {
+    const body = `password=${'x'.repeat(20_000)}`;
+    const token = await rawRequest(url, tokenRequest(`Content-Length: ${body.length}\r\n`, body));
+    expect([token.status, token.closed]).toEqual([413, true]);
+    expect(rawHeader(token, 'cache-control')).toBe('no-store');
+    expect(rawBody(token)).toEqual({ error: 'invalid_request', error_description: 'The request body is too large.' });
+    const login = await rawRequest(
+      url,
+      `POST /api/v1/sso/login HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+    );
+    expect([login.status, login.closed]).toEqual([413, true]);
+    expect(rawHeader(login, 'content-type')).toBe('application/problem+json; charset=utf-8');
+    expect(rawBody(login)).toMatchObject({ status: 413, code: 'PLATFORM_BODY_TOO_LARGE' });
+    expect(seen).toHaveLength(0);
+  });
+
+  it('the same body to an open route that declares no limit of its own streams through whole', async () => {
+    const body = `field=${'x'.repeat(20_000)}`;
+    const reply = await rawRequest(
+      url,
+      `POST /api/v1/sso/open HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
+    );
+    expect(reply.status).toBe(200);
+    expect(rawBody(reply)).toEqual({ received: body.length });
   });
 
   it('a chunked body that grows past the limit: 413 and closed; the upstream never gets a whole request', async () => {

@@ -3,11 +3,13 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { buildGateway } from '@app/gateway';
 import type { App } from '@app/platform';
 import { freePort, silentLogger, startTokenIssuer, testConfig, type TokenIssuer } from '@app/testing';
+import { answerDocument, declaredDocument } from './declared-routes.js';
 
-/** A replica that answers every request with its name, the method and the body it received. */
+/** A replica that answers every request with its name, the method and the body it received (its document aside). */
 async function startReplica(name: string): Promise<{ url: string; seen: number; server: Server }> {
   const replica = { url: '', seen: 0, server: undefined as unknown as Server };
   replica.server = createServer((req, res) => {
+    if (answerDocument(req, res, declaredDocument([]))) return;
     replica.seen++;
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));

@@ -1,4 +1,3 @@
-import { isPublicRequest } from '@app/contracts';
 import type { FastifyRequest } from 'fastify';
 import type { App } from '../http/app.js';
 import { bearerToken, forbidden, invalidToken, missingToken, type Principal, type TokenVerifier } from './auth.js';
@@ -21,6 +20,12 @@ export type RouteAuth = 'public' | 'optional' | 'authenticated' | 'platform' | {
 declare module 'fastify' {
   interface FastifyContextConfig {
     auth?: RouteAuth;
+    /**
+     * A route that passes requests on to another app (the gateway's proxies) says here what
+     * the route each request reaches there declares: the edge asks it instead of the route's
+     * own `auth`. Undefined, a route nobody declared, needs a token.
+     */
+    forwardedAuth?: (method: string, url: string) => RouteAuth | undefined;
   }
   interface FastifyRequest {
     /** The verified caller; set before validation on every route that is not `public`. */
@@ -31,9 +36,10 @@ declare module 'fastify' {
 export interface RouteAuthOptions {
   verifier: TokenVerifier;
   /**
-   * Also act as the edge (the gateway, or the all-in-one which is its own edge): every
-   * request outside the public allowlist of `@app/contracts` needs a valid token, whether or
-   * not a route matches it, exactly as the gateway answers in split mode.
+   * Also act as the edge (the gateway, or the all-in-one which is its own edge): a request
+   * needs a valid token unless the route it reaches declares itself `public` or `optional`
+   * (for a proxied request, the route of the service behind: `forwardedAuth`). A path no
+   * route matches needs one too, so the edge never reveals what exists.
    */
   edge: boolean;
 }
@@ -41,7 +47,17 @@ export interface RouteAuthOptions {
 /** How a bearer token is sent (RFC 6750 §2.1), in the form clients use. */
 const BEARER_PREFIX = 'Bearer ';
 
-/** Adds the one hook that enforces every route's `auth` (and the edge allowlist, at the edge). */
+/** What the route a request reaches declares, as the edge sees it: undefined when no route matches. */
+function edgeAuthOf(request: FastifyRequest): RouteAuth | undefined {
+  if (request.is404) return undefined;
+  const { auth, forwardedAuth } = request.routeOptions.config;
+  return forwardedAuth ? forwardedAuth(request.method, request.url) : auth;
+}
+
+/** Whether the edge lets a request to a route declaring `auth` through without a token. */
+const openAtEdge = (auth: RouteAuth | undefined) => auth === 'public' || auth === 'optional';
+
+/** Adds the one hook that enforces every route's `auth` (and, at the edge, wants a token for every route not declared open). */
 export function registerRouteAuth(app: App, options: RouteAuthOptions): void {
   const { verifier, edge } = options;
   app.decorateRequest('principal', undefined);
@@ -50,9 +66,9 @@ export function registerRouteAuth(app: App, options: RouteAuthOptions): void {
   // no promise; only a token to verify waits for the verifier.
   app.addHook('onRequest', (request, _reply, done) => {
     const declared = request.routeOptions.config.auth;
-    // No route matched: a service answers its 404; the edge still wants a token off the allowlist.
+    // No route matched: a service answers its 404; the edge still wants a token.
     const policy: RouteAuth = declared ?? (request.is404 ? 'public' : 'authenticated');
-    const edgeWantsToken = edge && request.method !== 'OPTIONS' && !isPublicRequest(request.method, request.url);
+    const edgeWantsToken = edge && request.method !== 'OPTIONS' && !openAtEdge(edgeAuthOf(request));
     const header = request.headers.authorization;
     if (!edgeWantsToken && (policy === 'public' || (policy === 'optional' && header === undefined))) return done();
     const admit = (principal: Principal) => {

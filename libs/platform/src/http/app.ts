@@ -6,7 +6,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServ
 import { serializerCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Logger } from '../logger.js';
 import { handleError, sendProblem } from './errors.js';
-import { documentRoute, finishDocument } from './openapi.js';
+import { collectEdgeRoutes, documentRoute, EDGE_ROUTES, finishDocument } from './openapi.js';
 import { clientErrorResponder, DEFAULT_HTTP_LIMITS, registerInputGuards, type HttpLimits } from './input-guards.js';
 import { registerCors } from './cors.js';
 import { registerRequestLog, requestLogController } from './request-log.js';
@@ -166,6 +166,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     done(null, payload);
   });
 
+  const edgeRoutes = collectEdgeRoutes(typed);
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -178,7 +179,9 @@ export async function createApp(options: AppOptions): Promise<App> {
     transform: documentRoute,
     transformObject: finishDocument,
   });
-  app.get(OPENAPI_PATH, { config: { auth: 'public' }, schema: { hide: true } }, async () => app.swagger());
+  // For its peers (the gateway reads its EDGE_ROUTES); at the edge, which is not a peer's, a caller with a token only.
+  const documentAuth = options.auth?.edge ? 'authenticated' : 'public';
+  app.get(OPENAPI_PATH, { config: { auth: documentAuth }, schema: { hide: true } }, async () => ({ ...app.swagger(), [EDGE_ROUTES]: edgeRoutes() }));
 
   return typed;
 }

@@ -1,6 +1,8 @@
 import { STATUS_CODES } from 'node:http';
+import type { RouteOptions } from 'fastify';
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
 import type { RouteAuth } from '../auth/route-auth.js';
+import type { App } from './app.js';
 import { PROBLEM_MEDIA_TYPE } from './errors.js';
 
 /*
@@ -279,4 +281,43 @@ export function finishDocument(input: Parameters<typeof jsonSchemaTransformObjec
     components: { ...document.components, headers: { ...RESPONSE_HEADERS } },
   });
   return withPlainSchemaNames(withInputExamples(finished));
+}
+
+/**
+ * Where an app's own document (OPENAPI_PATH) carries what each of its routes declares for the
+ * edge: every route, hidden ones and HEAD twins included (the paths leave both out). The
+ * gateway reads it from each service at start, for its public allowlist and body limits; the
+ * platform's document at /docs never has it.
+ */
+export const EDGE_ROUTES = 'x-edge-routes';
+
+/** One route as its app declares it, for the edge. */
+export interface EdgeRoute {
+  method: string;
+  /** The route's path template, as Fastify writes it: `/api/v1/sso/federation/:provider/start`. */
+  path: string;
+  /** Its declared `auth`; `authenticated` when it declares none. */
+  auth: RouteAuth;
+  /** Its own body limit, when it declares one (else the app's BODY_LIMIT). */
+  bodyLimit?: number;
+}
+
+/**
+ * Collects every route registered on `app` from now on; the list, read when asked, is each
+ * route's final declaration (a scope's `declareAuth` fills `auth` after this hook has run).
+ */
+export function collectEdgeRoutes(app: App): () => EdgeRoute[] {
+  const routes: RouteOptions[] = [];
+  app.addHook('onRoute', (route) => {
+    routes.push(route as RouteOptions);
+  });
+  return () =>
+    routes.flatMap((route) =>
+      [route.method].flat().map((method) => ({
+        method,
+        path: route.url,
+        auth: route.config?.auth ?? 'authenticated',
+        ...(route.bodyLimit === undefined ? {} : { bodyLimit: route.bodyLimit }),
+      })),
+    );
 }

@@ -5,7 +5,10 @@ import { AUTHORIZE_PATH, END_SESSION_PATH, LOGIN_PATH } from './paths.js';
 import type { BrowserSignIn } from './service.js';
 
 const FORM = 'application/x-www-form-urlencoded';
-/** The login and logout forms are a few short fields; a larger body is not one of them. */
+/**
+ * The login and logout forms are a few short fields; a larger body is not one of them. The
+ * gateway refuses a larger one itself, from these routes' declaration.
+ */
 const FORM_BODY_LIMIT = 16_384;
 
 export interface BrowserRoutesOptions {

@@ -1,4 +1,4 @@
-import { OAUTH_BODY_TOO_LARGE, OAUTH_FORM_BODY_LIMIT } from '@app/contracts';
+import { OAUTH_BODY_TOO_LARGE } from '@app/contracts';
 import type { App } from '@app/platform';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { BlockList } from 'node:net';
@@ -20,6 +20,12 @@ export const INTROSPECT_PATH = '/api/v1/sso/introspect';
 export const INTROSPECT_ROLE = 'introspect';
 
 const FORM = 'application/x-www-form-urlencoded';
+
+/**
+ * Token, revoke and introspection requests are a few short parameters; a larger body (form or
+ * JSON) is not one. The gateway refuses a larger one itself, from this route declaration.
+ */
+const OAUTH_FORM_BODY_LIMIT = 16_384;
 
 /** Token responses and errors carry credentials or hints about them: never stored by a cache (RFC 6749 §5.1). */
 const noStore = (reply: FastifyReply) => reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
