@@ -8,7 +8,7 @@ import { createRedisCache } from './cache/redis-cache.js';
 import { SERVICES } from '@app/contracts';
 import { ConfigError, loadConfig, type ConfigKey, type PlatformConfig } from './config.js';
 import type { Database } from './db/database.js';
-import { migrate } from './db/migrator.js';
+import { migrateService } from './db/migrator.js';
 import { lowerThreadPoolPriority } from './thread-pool-priority.js';
 import { openPGlite } from './db/pglite.js';
 import { openPostgres } from './db/postgres.js';
@@ -182,10 +182,8 @@ export async function runMigrations(service: Service): Promise<void> {
   }
   const database = openPostgres({ url: config.DATABASE_URL, poolMax: 1, logger });
   try {
-    if (service.migrations) {
-      const result = await migrate(database, { schema: service.name, directory: service.migrations, logger });
-      logger.info({ schema: service.name, applied: result.applied.length, skipped: result.skipped.length }, 'migrations done');
-    }
+    const result = await migrateService(database, service, logger);
+    if (result) logger.info({ schema: service.name, applied: result.applied.length, skipped: result.skipped.length }, 'migrations done');
   } catch (error) {
     logger.fatal({ err: error }, 'migrations failed');
     process.exitCode = 1;

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { enqueueEvent, startOutboxRelay, type BusMessage, type Database } from '@app/platform';
+import { enqueueEvent, migrate, startOutboxRelay, type BusMessage, type Database } from '@app/platform';
 import { openTestDependencies, silentLogger, testModes } from '@app/testing';
 
 /** What Prisma's transaction client offers enqueueEvent, over a raw session. */
@@ -7,16 +7,8 @@ const rawExecutor = (database: Pick<Database, 'query'>) => ({
   $executeRawUnsafe: async (sql: string, ...values: unknown[]) => (await database.query(sql, values)).length,
 });
 
-/** The table a publishing service's migration creates (services/<name>/prisma/migrations/*_outbox). */
-const createOutbox = (database: Database, schema: string) =>
-  database.exec(`create schema ${schema};
-    create table ${schema}."_outbox" (
-      seq bigserial primary key,
-      id uuid not null unique,
-      subject text not null,
-      payload jsonb not null,
-      created_at timestamptz not null default now()
-    );`);
+/** The table as a service declaring `outbox: true` gets it: the kit's migration. */
+const createOutbox = (database: Database, schema: string) => migrate(database, { schema, kitTables: ['outbox'], logger: silentLogger() });
 
 describe.each(testModes())('outbox relay (%s)', (mode) => {
   let deps: Awaited<ReturnType<typeof openTestDependencies>>;

@@ -19,6 +19,7 @@ export const credentialsService = defineService({
   config: ['ARGON2_MEMORY_KIB', 'ARGON2_TIME_COST', 'ARGON2_PARALLELISM', 'ARGON2_CONCURRENCY', 'API_KEY_HASH_KEY', 'IDENTITY_URL'],
   migrations: fileURLToPath(new URL('../prisma/migrations', import.meta.url)),
   outbox: true,
+  idempotency: true,
   checks: ['database', 'cache'],
   routes: async (app, { config, database, cache, logger, clients, eventsCommitted, serve }) => {
     const repository = createCredentialRepository(database);

@@ -1,11 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { createPrismaClient, enqueueEvent, migrate } from '@app/platform';
+import { createPrismaClient, enqueueEvent, migrateService } from '@app/platform';
 import { openTestDependencies, testModes } from '@app/testing';
 import { PrismaClient } from '../src/generated/prisma/client.js';
-
-const migrations = fileURLToPath(new URL('../prisma/migrations', import.meta.url));
+import { credentialsService } from '../src/index.js';
 
 describe.each(testModes())('credentials schema.prisma and migrations (%s)', (mode) => {
   let deps: Awaited<ReturnType<typeof openTestDependencies>>;
@@ -13,7 +11,7 @@ describe.each(testModes())('credentials schema.prisma and migrations (%s)', (mod
 
   beforeAll(async () => {
     deps = await openTestDependencies(mode);
-    await migrate(deps.database, { schema: 'credentials', directory: migrations, logger: deps.logger });
+    await migrateService(deps.database, credentialsService, deps.logger);
     prisma = createPrismaClient(PrismaClient, deps.database);
   });
   afterAll(async () => {

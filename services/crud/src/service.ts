@@ -12,6 +12,7 @@ export const crudService = defineService({
   config: ['CACHE_TTL_SECONDS'],
   migrations: fileURLToPath(new URL('../prisma/migrations', import.meta.url)),
   outbox: true,
+  idempotency: true,
   checks: ['database', 'cache'],
   routes: async (app, { config, database, cache, logger, eventsCommitted }) => {
     const prisma = createCrudPrisma(database);

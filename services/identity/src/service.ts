@@ -14,6 +14,7 @@ export const identityService = defineService({
   tags: [{ name: 'Identity', description: 'Who someone is: name, email, avatar, roles and activation; sign-up is open' }],
   migrations: fileURLToPath(new URL('../prisma/migrations', import.meta.url)),
   outbox: true,
+  idempotency: true,
   config: ['SIGNUP_RATE_LIMIT'],
   checks: ['database', 'cache'],
   routes: async (app, { config, database, cache, logger, eventsCommitted, serve }) => {

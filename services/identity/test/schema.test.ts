@@ -1,10 +1,8 @@
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { createPrismaClient, enqueueEvent, migrate } from '@app/platform';
+import { createPrismaClient, enqueueEvent, migrateService } from '@app/platform';
 import { openTestDependencies, testModes } from '@app/testing';
 import { PrismaClient } from '../src/generated/prisma/client.js';
-
-const migrations = fileURLToPath(new URL('../prisma/migrations', import.meta.url));
+import { identityService } from '../src/index.js';
 
 describe.each(testModes())('identity schema.prisma and migrations (%s)', (mode) => {
   let deps: Awaited<ReturnType<typeof openTestDependencies>>;
@@ -12,7 +10,7 @@ describe.each(testModes())('identity schema.prisma and migrations (%s)', (mode) 
 
   beforeAll(async () => {
     deps = await openTestDependencies(mode);
-    await migrate(deps.database, { schema: 'identity', directory: migrations, logger: deps.logger });
+    await migrateService(deps.database, identityService, deps.logger);
     prisma = createPrismaClient(PrismaClient, deps.database);
   });
   afterAll(async () => {

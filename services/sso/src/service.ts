@@ -81,6 +81,8 @@ export function createSsoService(options: SsoOptions = {}): Service {
     migrations: SSO_MIGRATIONS,
     // Revocation events go out through the outbox: none is lost once its revocation committed.
     outbox: true,
+    // Client registration takes an Idempotency-Key.
+    idempotency: true,
     checks: ['database'],
     routes: async (app, { mode, config, logger, database, cache, bus, clients, provide, verifier, eventsCommitted, addReadinessCheck }) => {
       const prisma = createPrismaClient(PrismaClient, database);

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
-import { createHttpClients, createPrismaClient, enqueueEvent, migrate } from '@app/platform';
+import { createHttpClients, createPrismaClient, enqueueEvent, migrateService } from '@app/platform';
 import { openTestDependencies, testModes } from '@app/testing';
 import { PrismaClient } from '../src/generated/prisma/client.js';
-import { SSO_MIGRATIONS } from '../src/index.js';
+import { createSsoService } from '../src/index.js';
 import { clientAddress, parseTrustedProxies } from '@app/platform';
 import { listenSso, startSso } from './support.js';
 
@@ -165,7 +165,7 @@ describe.each(testModes())('schema.prisma and the migrations (%s)', (mode) => {
   let deps: Awaited<ReturnType<typeof openTestDependencies>>;
   beforeAll(async () => {
     deps = await openTestDependencies(mode);
-    await migrate(deps.database, { schema: 'sso', directory: SSO_MIGRATIONS, logger: deps.logger });
+    await migrateService(deps.database, createSsoService(), deps.logger);
   });
   afterAll(() => deps.dispose());
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { migrate } from '@app/platform';
+import { migrateService } from '@app/platform';
 import { openTestDependencies, testModes } from '@app/testing';
-import { SSO_MIGRATIONS } from '../src/index.js';
+import { createSsoService } from '../src/index.js';
 import { createKeyEncryption } from '../src/keys/key-encryption.js';
 import { listenSso, PASSWORD, startSso, verifyIndependently, type SsoUnderTest } from './support.js';
 
@@ -101,7 +101,7 @@ describe.each(testModes())('key creation by replicas starting together (%s)', (m
   let deps: Awaited<ReturnType<typeof openTestDependencies>>;
   beforeAll(async () => {
     deps = await openTestDependencies(mode);
-    await migrate(deps.database, { schema: 'sso', directory: SSO_MIGRATIONS, logger: deps.logger });
+    await migrateService(deps.database, createSsoService(), deps.logger);
   });
   afterAll(() => deps.dispose());
 

@@ -10,10 +10,8 @@ import type { Bus } from './bus.js';
  * An event whose change committed is therefore never lost, even if the bus is down or the
  * process dies between commit and publish; the relay delivers at least once.
  *
- * Each publishing service creates the table in its own migrations (see
- * services/identity/prisma/migrations/20261123000000_outbox): `seq bigserial primary key,
- * id uuid not null unique, subject text not null, payload jsonb not null, created_at
- * timestamptz not null default now()`.
+ * The table is the kit's migration (db/kit-tables.ts), applied into the schema of each
+ * service that declares `outbox: true`.
  */
 export function outboxTable(schema: string): string {
   return `${quoteIdent(schema)}."_outbox"`;

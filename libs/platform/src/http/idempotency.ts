@@ -22,8 +22,8 @@ import { AppError, PROBLEM_MEDIA_TYPE, problemSchema } from './errors.js';
  * its claim and its commit for this key. It is Postgres' own, so it holds across replicas; on
  * PGlite (one connection) transactions run one after the other anyway.
  *
- * Each service creates the table in its own migrations (see
- * services/crud/prisma/migrations/20261127000000_idempotency).
+ * The table is the kit's migration (db/kit-tables.ts), applied into the schema of each
+ * service that declares `idempotency: true`.
  */
 
 /** The request header (lower case, as Node gives it). */

@@ -13,7 +13,7 @@ import { trackOutboxBacklog } from '../metrics/metrics.js';
 import type { PlatformConfig } from '../config.js';
 import { createHttpClients, type HttpClients } from '../clients/http-clients.js';
 import { inProcessClient, registerInternalRoutes, type InternalImplementation } from '../clients/internal-api.js';
-import { migrate } from '../db/migrator.js';
+import { migrateService } from '../db/migrator.js';
 import { cacheCheck, databaseCheck, type DependencyCheck } from '../health/checks.js';
 import { healthRoutes, readinessOf } from '../health/health-routes.js';
 import { createApp, type App } from '../http/app.js';
@@ -123,9 +123,7 @@ export async function mountService(
   mode: ServiceContext['mode'],
   readiness: { checks?: Record<string, DependencyCheck>; processChecks?: Record<string, DependencyCheck> } = {},
 ): Promise<void> {
-  if (service.migrations) {
-    await migrate(deps.database, { schema: service.name, directory: service.migrations, logger: deps.logger });
-  }
+  await migrateService(deps.database, service, deps.logger);
   const relay = service.outbox ? startOutboxRelay({ database: deps.database, bus: deps.bus, schema: service.name, logger: deps.logger }) : undefined;
   if (relay) {
     const untrack = trackOutboxBacklog(service.name, () => outboxBacklog(deps.database, service.name));

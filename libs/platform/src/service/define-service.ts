@@ -4,7 +4,7 @@ import type { Bus } from '../bus/bus.js';
 import type { Cache } from '../cache/cache.js';
 import type { InternalImplementation } from '../clients/internal-api.js';
 import type { ConfigKey, PlatformConfig } from '../config.js';
-import type { Database } from '../db/database.js';
+import type { Database, SqlSession } from '../db/database.js';
 import type { DependencyCheck } from '../health/checks.js';
 import type { ApiTag, App } from '../http/app.js';
 import type { Logger } from '../logger.js';
@@ -56,10 +56,20 @@ export interface Service {
   tags?: readonly ApiTag[];
   /** Its own slice of the environment, validated besides SHARED_CONFIG when it runs alone. */
   config?: readonly ConfigKey[];
-  /** Its Prisma Migrate folder; a service without tables has none. */
+  /** Its Prisma Migrate folder, for its own tables; the kit's (outbox, idempotency) are not in it. */
   migrations?: string;
-  /** It publishes events through a transactional outbox in its schema (a relay runs beside it). */
+  /**
+   * It publishes events through a transactional outbox in its schema (a relay runs beside it).
+   * The kit's migrations create the table, before the service's own.
+   */
   outbox?: boolean;
+  /** Its creates take an Idempotency-Key: the kit's migrations create the table of their answers. */
+  idempotency?: boolean;
+  /**
+   * Holds its migrated schema to what its code declares (crud: every domain's table), after
+   * every migration run (at start and in the migration job); throws, naming the fix, to stop.
+   */
+  checkSchema?(session: SqlSession, schema: string): Promise<void>;
   /** Dependencies its readiness reports: the database is required, the cache only degrades it. */
   checks: readonly ('database' | 'cache')[];
   /** Registers its routes on an encapsulated instance; runs once per process. */
