@@ -4,7 +4,7 @@
 // test/identity runs the same service beside the real identity, through whole platforms.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { INTERNAL_ROUTES } from '@app/contracts';
+import { credentialsApi } from '@app/contracts';
 import { buildServiceApp, type App } from '@app/platform';
 import {
   answerRevocationsAsSso,
@@ -151,15 +151,15 @@ describe.each(testModes())('credentials through app.inject (%s)', (mode) => {
       const ada = await anIdentity();
       const local = (await create({ identity_id: ada.id, provider: 'LOCAL', secret: PASSWORD })).body![0];
       const verified = { valid: true, identityId: ada.id, credentialId: local.id };
-      expect((await internal(INTERNAL_ROUTES.verifyPassword, { email: ada.email.toUpperCase(), password: PASSWORD })).body).toEqual(verified);
-      expect((await internal(INTERNAL_ROUTES.verifyPassword, { identityId: ada.id, password: PASSWORD })).body).toEqual(verified);
+      expect((await internal(credentialsApi.methods.verifyPassword.path, { email: ada.email.toUpperCase(), password: PASSWORD })).body).toEqual(verified);
+      expect((await internal(credentialsApi.methods.verifyPassword.path, { identityId: ada.id, password: PASSWORD })).body).toEqual(verified);
       expect((await call('GET', `/api/v1/credentials/${local.id}`, { token: admin })).body![0].lastUsedAt).not.toBeNull();
       for (const body of [
         { email: ada.email, password: 'wrong password' },
         { email: `nobody-${randomUUID()}@example.com`, password: PASSWORD },
         { identityId: randomUUID(), password: PASSWORD },
       ]) {
-        expect(await internal(INTERNAL_ROUTES.verifyPassword, body)).toMatchObject({ status: 200, body: { valid: false } });
+        expect(await internal(credentialsApi.methods.verifyPassword.path, body)).toMatchObject({ status: 200, body: { valid: false } });
       }
     });
 
@@ -167,20 +167,20 @@ describe.each(testModes())('credentials through app.inject (%s)', (mode) => {
       const bob = await anIdentity(['billing.read']);
       const apiKey = newKey();
       const { id } = (await create({ identity_id: bob.id, provider: 'API_KEY', secret: apiKey })).body![0];
-      expect((await internal(INTERNAL_ROUTES.verifyApiKey, { apiKey })).body).toEqual({ valid: true, identityId: bob.id, credentialId: id, roles: ['billing.read'] });
+      expect((await internal(credentialsApi.methods.verifyApiKey.path, { apiKey })).body).toEqual({ valid: true, identityId: bob.id, credentialId: id, roles: ['billing.read'] });
       const tampered = `${apiKey.slice(0, -1)}${apiKey.endsWith('A') ? 'B' : 'A'}`;
       for (const candidate of [tampered, apiKey.slice(0, -1), apiKey.toUpperCase(), 'not a key', '']) {
-        expect((await internal(INTERNAL_ROUTES.verifyApiKey, { apiKey: candidate })).body).toEqual({ valid: false });
+        expect((await internal(credentialsApi.methods.verifyApiKey.path, { apiKey: candidate })).body).toEqual({ valid: false });
       }
       expect((await call('PUT', `/api/v1/credentials/${id}`, { token: admin, body: { activated: false } })).status).toBe(200);
-      expect((await internal(INTERNAL_ROUTES.verifyApiKey, { apiKey })).body).toEqual({ valid: false });
+      expect((await internal(credentialsApi.methods.verifyApiKey.path, { apiKey })).body).toEqual({ valid: false });
     });
 
     it('answers the platform\'s own service token only: 403 to admins, system identities and users, 401 without a token', async () => {
       const ada = await anIdentity();
       const body = { identityId: ada.id, password: PASSWORD };
-      for (const token of [admin, system, ada.token]) expect((await internal(INTERNAL_ROUTES.verifyPassword, body, token)).status).toBe(403);
-      expect((await call('POST', INTERNAL_ROUTES.verifyPassword, { body })).status).toBe(401);
+      for (const token of [admin, system, ada.token]) expect((await internal(credentialsApi.methods.verifyPassword.path, body, token)).status).toBe(403);
+      expect((await call('POST', credentialsApi.methods.verifyPassword.path, { body })).status).toBe(401);
     });
   });
 
@@ -248,8 +248,8 @@ describe.each(testModes())('credentials through app.inject (%s)', (mode) => {
       const replaced = await call('PUT', `/api/v1/credentials/${id}`, { token: bob.token, body: { secret: second } });
       expect(replaced.status).toBe(200);
       expect(replaced.text).not.toContain(second);
-      expect((await internal(INTERNAL_ROUTES.verifyApiKey, { apiKey: first })).body).toEqual({ valid: false });
-      expect((await internal(INTERNAL_ROUTES.verifyApiKey, { apiKey: second })).body).toMatchObject({ valid: true, credentialId: id });
+      expect((await internal(credentialsApi.methods.verifyApiKey.path, { apiKey: first })).body).toEqual({ valid: false });
+      expect((await internal(credentialsApi.methods.verifyApiKey.path, { apiKey: second })).body).toMatchObject({ valid: true, credentialId: id });
     });
   });
 });

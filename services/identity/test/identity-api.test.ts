@@ -3,7 +3,7 @@
 // entity tags and paging. test/identity runs the same service through whole platforms.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { INTERNAL_ROUTES } from '@app/contracts';
+import { identityApi } from '@app/contracts';
 import { buildServiceApp, type App } from '@app/platform';
 import { answerRevocationsAsSso, openTestDependencies, startTokenIssuer, testModes, type Json, type TokenIssuer } from '@app/testing';
 import { identityService } from '../src/index.js';
@@ -211,7 +211,7 @@ describe.each(testModes())('identity through app.inject (%s)', (mode) => {
   describe('internal routes (served by identity running alone)', () => {
     it('looks an identity up by email or id for the platform\'s own service token only', async () => {
       const { record, token } = await register('Finn');
-      const lookup = (body: Json, bearer?: string) => call('POST', INTERNAL_ROUTES.identityLookup, { token: bearer, body });
+      const lookup = (body: Json, bearer?: string) => call('POST', identityApi.methods.lookup.path, { token: bearer, body });
       const byEmail = await lookup({ email: record.email.toUpperCase() }, platform);
       expect([byEmail.status, byEmail.body]).toEqual([200, { id: record.id, name: 'Finn', email: record.email, avatar: null, roles: [], activated: true }]);
       expect((await lookup({ id: record.id }, platform)).body!.id).toBe(record.id);
@@ -222,10 +222,10 @@ describe.each(testModes())('identity through app.inject (%s)', (mode) => {
 
     it('creates an identity with roles for the platform\'s own service token; 422 when the email is taken', async () => {
       const body = { name: 'Boot', email: `boot-${randomUUID()}@example.com`, roles: ['admin'] };
-      expect((await call('POST', INTERNAL_ROUTES.identityCreate, { token: admin, body })).status).toBe(403);
-      const created = await call('POST', INTERNAL_ROUTES.identityCreate, { token: platform, body });
+      expect((await call('POST', identityApi.methods.create.path, { token: admin, body })).status).toBe(403);
+      const created = await call('POST', identityApi.methods.create.path, { token: platform, body });
       expect([created.status, created.body]).toEqual([201, { id: expect.any(String), name: 'Boot', email: body.email, roles: ['admin'], activated: true }]);
-      expect((await call('POST', INTERNAL_ROUTES.identityCreate, { token: platform, body })).status).toBe(422);
+      expect((await call('POST', identityApi.methods.create.path, { token: platform, body })).status).toBe(422);
     });
   });
 });
