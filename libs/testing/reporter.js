@@ -36,7 +36,8 @@ export default class SkipReporter {
     const slow = Object.entries(this.slow);
     if (slow.length > 0) {
       lines.push(`Not run (slow; \`npm run test:all\` runs them, as CI does):`);
-      for (const [path, why] of slow) lines.push(`  ${path}  ${why}`);
+      const width = Math.max(...slow.map(([path]) => path.length));
+      for (const [path, why] of slow) lines.push(`  ${path.padEnd(width)}  ${why}`);
     }
     for (const [reason, suites] of skipped) {
       lines.push(`Skipped, ${reason}:`);
@@ -45,6 +46,6 @@ export default class SkipReporter {
     if (!this.realServers) {
       lines.push('Every suite ran on the embedded default only: set DATABASE_URL, REDIS_URL and NATS_URL to run them on the real servers too.');
     }
-    if (lines.length > 0) process.stderr.write(`\n${lines.join('\n')}\n`);
+    if (lines.length > 0) process.stderr.write(`\n${lines.join('\n')}\n\n`);
   }
 }

@@ -37,14 +37,14 @@ export async function watchPage(page: Page): Promise<string[]> {
 
 /**
  * Declares `suites` with one Chromium for all of them (`browser()` inside a test or hook), or,
- * where none can be started, one skipped test named `what` that says why.
+ * where none can be started, one skipped test that says why.
  */
 export function withChromium(what: string, suites: (browser: () => Browser) => void): void {
   if (!hasChromium()) {
     describe(what, () => {
-      // Skipped only on a machine without a browser (a fresh clone's `npm test`): Chromium is a
-      // system package, not an npm dependency. CI installs it (.ci/run, step "chromium"), so there
-      // these suites always run.
+      // Skipped only on a machine without a browser (`npm run test:all` on a fresh clone):
+      // Chromium is a system package, not an npm dependency. CI installs it (.ci/run, step
+      // "chromium"), so there these suites always run.
       itIf(false, `needs a Chromium executable at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`)('drives a browser', () => undefined);
     });
     return;
