@@ -72,10 +72,11 @@ ARG WORKSPACE=services/${SERVICE}
 ARG PORT
 RUN test -n "$SERVICE" && test -n "$PORT" \
  || { echo 'build with --build-arg SERVICE=<folder under services/> --build-arg PORT=<its port>' >&2; exit 1; }
-# glibc raises its mmap threshold to the largest block freed so far, so after the first argon2
-# hash (19 MiB) every later one comes from the heap and stays resident when freed: a fixed
-# threshold keeps large blocks mmapped and returned (measured: 257 -> 183 MB idle, all-in-one).
-ENV NODE_ENV=production PORT=${PORT} MALLOC_MMAP_THRESHOLD_=131072
+# The process settings of `npm start` (scripts/start.mjs says why; README's Benchmark how they
+# were measured), so every pod the manifests run has them too: glibc's mmap threshold fixed at
+# 32 KiB (by default it rises to the largest block freed, after which argon2's blocks stay
+# resident once freed), and V8's young generation at 8 MB rather than 16.
+ENV NODE_ENV=production PORT=${PORT} MALLOC_MMAP_THRESHOLD_=32768 NODE_OPTIONS=--max-semi-space-size=8
 WORKDIR /app
 COPY --from=deps /app/ ./
 COPY --from=build /out/ ./

@@ -9,14 +9,13 @@ import { median, measure } from './measure.js';
 import { hundredRequestsThenIdle, nodeMegabytes, processTree } from './npm-start.js';
 import { createProduct, nodeCommandOf, startAllInOne, startScriptOf, startSplit, THIS_CHECKOUT, type AllInOne, type Jwks, type Variant } from './platform.js';
 import { LABELS } from './scenarios.js';
-import { B_ROOT, B_STARTS, CONNECTIONS, DURATION } from './settings.js';
+import { B_ROOTS, B_STARTS, COMPARE_SPLIT, CONNECTIONS, DURATION } from './settings.js';
 
-const otherBuild = resolve(B_ROOT) !== resolve(THIS_CHECKOUT.root);
+const others = B_ROOTS.flatMap((root) => (B_STARTS.length > 0 ? B_STARTS : [startScriptOf(root)]).map((script) => ({ root, node: nodeCommandOf(script) })));
 
-export const VARIANTS: Variant[] = [
-  { ...THIS_CHECKOUT, name: 'A' },
-  ...(B_STARTS.length > 0 ? B_STARTS : [startScriptOf(B_ROOT)]).map((script, index) => ({ name: String.fromCharCode(66 + index), root: B_ROOT, node: nodeCommandOf(script) })),
-];
+export const VARIANTS: Variant[] = [{ ...THIS_CHECKOUT, name: 'A' }, ...others.map((other, index) => ({ ...other, name: String.fromCharCode(66 + index) }))];
+
+const otherBuild = COMPARE_SPLIT && B_ROOTS.some((root) => resolve(root) !== resolve(THIS_CHECKOUT.root));
 
 /** A variant's figures in one round; ratios to the round's nginx baseline. */
 interface Figures {

@@ -40,13 +40,16 @@ export const runs = (system: System): boolean => ONLY.includes(system);
 
 /**
  * `compare` (BENCH_ONLY=nginx,compare): the headline figures of variants of the platform,
- * alternated within each round. A is this checkout as `npm start` runs it. B (C, D, ...) is
- * BENCH_B_ROOT (another checkout, built; default this one) started as each of BENCH_B_START's
- * `;`-separated start scripts says (shaped like package.json's, `env VAR=value node --flag
- * ...`; default that checkout's own start script).
+ * alternated within each round. A is this checkout as `npm start` runs it. B, C, ... are each
+ * of BENCH_B_ROOT's `;`-separated checkouts (built; default this one) started as each of
+ * BENCH_B_START's `;`-separated start scripts says (shaped like package.json's, `env
+ * VAR=value node --flag ...`; default that checkout's own start script).
  */
-export const B_ROOT = process.env.BENCH_B_ROOT || ROOT;
-export const B_STARTS = (process.env.BENCH_B_START ?? '').split(';').map((script) => script.trim()).filter(Boolean);
+const list = (value: string | undefined) => (value ?? '').split(';').map((entry) => entry.trim()).filter(Boolean);
+export const B_ROOTS = list(process.env.BENCH_B_ROOT).length > 0 ? list(process.env.BENCH_B_ROOT) : [ROOT];
+export const B_STARTS = list(process.env.BENCH_B_START);
+/** Whether compare measures (c) in split mode too, when a variant is another build (BENCH_COMPARE_SPLIT=0: not). */
+export const COMPARE_SPLIT = process.env.BENCH_COMPARE_SPLIT !== '0';
 
 export const BASE_DATABASE_URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
 export const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';

@@ -23,22 +23,38 @@ async function logThen(lines: number, then: string) {
 
 const upTo = (n: number) => Array.from({ length: n }, (_, i) => i);
 
-describe('collected JSON logs on stdout', () => {
+describe('collected JSON logs on stdout (batched writes)', () => {
   it('writes every line, in order, when the process exits at once', async () => {
     expect(await logThen(3, 'process.exit(0);')).toEqual(upTo(3));
+    // Past several 64 KB batches, with writes still in flight.
     expect(await logThen(5_000, 'process.exit(0);')).toEqual(upTo(5_000));
   });
 
   it('has the last line out when the process crashes right after logging it', async () => {
-    // No handler, no timer: the line is out before logger.info returns, or it is lost.
     await expect(logThen(5, "throw new Error('boom');")).rejects.toMatchObject({ stdout: expect.stringContaining('"i":4') });
     await expect(logThen(5, "setTimeout(() => { throw new Error('boom'); }, 0);")).rejects.toMatchObject({ stdout: expect.stringContaining('"i":4') });
+    await expect(logThen(5, "Promise.reject(new Error('boom'));")).rejects.toMatchObject({ stdout: expect.stringContaining('"i":4') });
   });
 
-  it('has the last line out when a signal ends the process right after logging it', async () => {
-    // Neither SIGTERM's default action nor SIGKILL runs any exit handler.
-    for (const signal of ['SIGTERM', 'SIGKILL']) {
-      await expect(logThen(5, `process.kill(process.pid, '${signal}');`)).rejects.toMatchObject({ signal, stdout: expect.stringContaining('"i":4') });
+  it('has the last line out when a signal nobody handles ends the process, which still ends by that signal', async () => {
+    for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP']) {
+      await expect(logThen(5, `process.kill(process.pid, '${signal}'); setTimeout(() => undefined, 5_000);`)).rejects.toMatchObject({
+        signal,
+        stdout: expect.stringContaining('"i":4'),
+      });
     }
+  });
+
+  it("keeps a process's own signal handler: the lines are out and the handler runs on", async () => {
+    const lines = await logThen(5, "process.on('SIGTERM', () => { logger.info({ i: 5 }, 'line'); process.exit(0); }); process.kill(process.pid, 'SIGTERM'); setTimeout(() => undefined, 5_000);");
+    expect(lines).toEqual(upTo(6));
+  });
+
+  it("writes a quiet process's lines within a moment, not only at exit", async () => {
+    // SIGKILL runs no handler at all: the line is out only if the periodic flush wrote it.
+    await expect(logThen(1, "await new Promise((resolve) => setTimeout(resolve, 400)); process.kill(process.pid, 'SIGKILL');")).rejects.toMatchObject({
+      signal: 'SIGKILL',
+      stdout: expect.stringContaining('"i":0'),
+    });
   });
 });
