@@ -23,7 +23,7 @@ const CLIENT_TIMEOUT_MS = 5_000;
 const CONNECTIONS_PER_PEER = 32;
 
 export interface HttpClientsOptions {
-  /** Base URL of each peer service (IDENTITY_URL, ...). */
+  /** Base URL of each peer service (its URL variable, as the registry of `@app/contracts` names it). */
   urls: Partial<Record<ServiceName, string>>;
   /**
    * The calling process's own short-lived system token, for calls made on its own behalf; a

@@ -1,4 +1,4 @@
-import { INTERNAL_APIS, SERVICE_NAMES, SERVICES, type ClientOf, type InternalApi, type ServiceClients, type ServiceName, type ServiceReadiness } from '@app/contracts';
+import { INTERNAL_APIS, SERVICE_NAMES, SERVICES, type CallAuthority, type InternalApi, type ServiceClients, type ServiceName, type ServiceReadiness } from '@app/contracts';
 import { accessTokenVerifier, type TokenVerifier } from '../auth/auth.js';
 import {
   busRevocationSource,
@@ -48,20 +48,21 @@ export interface ServiceHub {
   close(): Promise<void>;
 }
 
+/** A client of an internal API as the kit handles it, whichever API it is. */
+type AnyClient = Record<string, (input: unknown, authority?: CallAuthority) => Promise<unknown>>;
+
 /**
- * A client of `api` that picks its implementation at each call, so the order services
- * register in (or whether a peer runs in this process at all) never matters: in process when
- * the peer serves it here, HTTP otherwise.
+ * A client of an API with these `methods` that picks its implementation at each call, so the
+ * order services register in (or whether a peer runs in this process at all) never matters:
+ * in process when the peer serves it here, HTTP otherwise.
  */
-function resolvingClient<Api extends InternalApi>(api: Api, resolve: () => ClientOf<Api>): ClientOf<Api> {
-  const callOf = (name: string) => (input: unknown, authority?: unknown) =>
-    (resolve() as unknown as Record<string, (input: unknown, authority?: unknown) => Promise<unknown>>)[name]!(input, authority);
-  return Object.fromEntries(Object.keys(api.methods).map((name) => [name, callOf(name)])) as ClientOf<Api>;
+function resolvingClient(methods: InternalApi['methods'], resolve: () => AnyClient): AnyClient {
+  return Object.fromEntries(Object.keys(methods).map((name) => [name, (input: unknown, authority?: CallAuthority) => resolve()[name]!(input, authority)]));
 }
 
 export function createServiceHub(config: PlatformConfig): ServiceHub {
   const provided: Provided = {};
-  const served = new Map<ServiceName, ClientOf<InternalApi>>();
+  const served = new Map<ServiceName, AnyClient>();
   const revocations = createRevocationSet();
   let feed: Promise<RevocationFeed> | undefined;
   let followed: RevocationFeed | undefined;
@@ -74,10 +75,7 @@ export function createServiceHub(config: PlatformConfig): ServiceHub {
     }));
   const clients = {
     ...Object.fromEntries(
-      INTERNAL_APIS.map((api) => [
-        api.service,
-        resolvingClient(api as InternalApi, () => served.get(api.service) ?? (remote()[api.service] as ClientOf<InternalApi>)),
-      ]),
+      INTERNAL_APIS.map(({ service, methods }) => [service, resolvingClient(methods, () => served.get(service) ?? (remote()[service] as unknown as AnyClient))]),
     ),
     readiness: (name: ServiceName) => local.get(name)?.() ?? remote().readiness(name),
   } as ServiceClients;
@@ -91,7 +89,7 @@ export function createServiceHub(config: PlatformConfig): ServiceHub {
     },
     revocationsCheck: revocationsCheck(() => followed),
     clients,
-    serve: (api, implementation) => void served.set(api.service, inProcessClient(api, implementation) as ClientOf<InternalApi>),
+    serve: (api, implementation) => void served.set(api.service, inProcessClient(api, implementation) as unknown as AnyClient),
     provide: (more) => Object.assign(provided, more),
     addLocal: (name, readiness) => local.set(name, readiness),
     close: async () => {
