@@ -15,9 +15,7 @@ export interface UpstreamRoute {
   oauthRefusal: boolean;
 }
 
-interface MatchedRoute extends UpstreamRoute, PathMatcher {
-  method: string;
-}
+type MatchedRoute = UpstreamRoute & PathMatcher;
 
 /** Each upstream's routes, read from its own OpenAPI document (EDGE_ROUTES) at start. */
 export interface EdgeRoutes {
@@ -51,7 +49,7 @@ interface PathMatcher {
  * may hold (wildcards, regular expressions, several parameters in a segment) gives none: such
  * a route is never opened at the edge.
  */
-export function pathMatcher(template: string): PathMatcher | undefined {
+function pathMatcher(template: string): PathMatcher | undefined {
   const segments = template.split('/');
   const literal = segments.map((segment) => !/^:\w+$/.test(segment));
   if (segments.some((segment, i) => literal[i] && /[:*()]/.test(segment))) return undefined;
@@ -90,24 +88,27 @@ const isEdgeRoute = (value: unknown): value is EdgeRoute => {
   );
 };
 
-/** A service's routes from its document; none when it declares none (an older or foreign service). */
-export function routesOf(document: OpenApiDocument): MatchedRoute[] {
+/** A service's routes by method, from its document; none when it declares none (an older or foreign service). */
+function routesOf(document: OpenApiDocument): Map<string, MatchedRoute[]> {
+  const byMethod = new Map<string, MatchedRoute[]>();
   const declared = document[EDGE_ROUTES];
-  if (!Array.isArray(declared)) return [];
-  return declared.filter(isEdgeRoute).flatMap((route) => {
+  for (const route of Array.isArray(declared) ? declared.filter(isEdgeRoute) : []) {
     const matcher = pathMatcher(route.path);
-    if (!matcher) return [];
-    return [{ method: route.method, ...matcher, auth: route.auth, bodyLimit: route.bodyLimit, oauthRefusal: documentsOAuthRefusal(document, route) }];
-  });
+    if (!matcher) continue;
+    const routes = byMethod.get(route.method) ?? [];
+    routes.push({ ...matcher, auth: route.auth, bodyLimit: route.bodyLimit, oauthRefusal: documentsOAuthRefusal(document, route) });
+    byMethod.set(route.method, routes);
+  }
+  return byMethod;
 }
 
-/** The route `method url` reaches among `routes`: of those matching its path, the one the service's router picks. */
-export function matchRoute(routes: readonly MatchedRoute[], method: string, url: string): UpstreamRoute | undefined {
+/** The route `url` reaches among one method's `routes`: of those matching its path, the one the service's router picks. */
+function matchRoute(routes: readonly MatchedRoute[], url: string): UpstreamRoute | undefined {
   const query = url.indexOf('?');
   const path = query === -1 ? url : url.slice(0, query);
   let found: MatchedRoute | undefined;
   for (const route of routes) {
-    if (route.method === method && route.pattern.test(path) && (!found || precedes(route, found))) found = route;
+    if (route.pattern.test(path) && (!found || precedes(route, found))) found = route;
   }
   return found && { auth: found.auth, bodyLimit: found.bodyLimit, oauthRefusal: found.oauthRefusal };
 }
@@ -120,7 +121,7 @@ export function matchRoute(routes: readonly MatchedRoute[], method: string, url:
 export async function readEdgeRoutes(upstreams: readonly Route[], logger: Logger): Promise<EdgeRoutes> {
   const services = new Map<ServiceName, string[]>();
   for (const route of upstreams) services.set(route.service, [...new Set([...(services.get(route.service) ?? []), ...route.urls])]);
-  const known = new Map<ServiceName, MatchedRoute[]>();
+  const known = new Map<ServiceName, Map<string, MatchedRoute[]>>();
   const read = async () => {
     await Promise.all(
       [...services].map(async ([service, urls]) => {
@@ -138,10 +139,11 @@ export async function readEdgeRoutes(upstreams: readonly Route[], logger: Logger
     timer = setInterval(() => {
       if (reading) return;
       reading = true;
-      void read()
+      read()
         .then((complete) => {
           if (complete) clearInterval(timer);
         })
+        .catch((error: unknown) => logger.error({ err: error }, 'reading the services’ routes failed'))
         .finally(() => {
           reading = false;
         });
@@ -150,8 +152,8 @@ export async function readEdgeRoutes(upstreams: readonly Route[], logger: Logger
   }
   return {
     find: (service, method, url) => {
-      const routes = known.get(service);
-      return routes && matchRoute(routes, method, url);
+      const routes = known.get(service)?.get(method);
+      return routes && matchRoute(routes, url);
     },
     check: {
       required: true,

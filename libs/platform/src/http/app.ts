@@ -179,7 +179,8 @@ export async function createApp(options: AppOptions): Promise<App> {
     transform: documentRoute,
     transformObject: finishDocument,
   });
-  // For its peers (the gateway reads its EDGE_ROUTES); at the edge, which is not a peer's, a caller with a token only.
+  // Read by its peers (the gateway takes its EDGE_ROUTES from it). At the edge it is nobody's
+  // to read anonymously: the platform's API document is /docs.
   const documentAuth = options.auth?.edge ? 'authenticated' : 'public';
   app.get(OPENAPI_PATH, { config: { auth: documentAuth }, schema: { hide: true } }, async () => ({ ...app.swagger(), [EDGE_ROUTES]: edgeRoutes() }));
 
