@@ -85,9 +85,16 @@ export const domainTag = (domain: Domain): ApiTag => ({
 
 const capitalize = (name: string) => name.charAt(0).toUpperCase() + name.slice(1);
 
+/** Marks what defineDomain returned, so a module's exports can be told apart (`loadDomains`). */
+const DEFINED = Symbol.for('@app/crud/domain');
+
+/** Whether `value` is a domain that defineDomain made. */
+export const isDomain = (value: unknown): value is Domain => typeof value === 'object' && value !== null && DEFINED in value;
+
 /**
- * Declares a generic CRUD domain: pure data, derived once. `createDomainPlugin(domain)` serves it; the table,
- * Prisma model and migration are written beside the definition (see the README).
+ * Declares a generic CRUD domain: pure data, derived once. `createDomainPlugin(domain)` serves it;
+ * its table comes from a migration (`domainTableSql` writes it), which `checkDomainTables` holds
+ * to this declaration at every start.
  */
 export function defineDomain<const C extends Record<string, z.ZodType>>(spec: DomainSpec<C>): Domain {
   if (!TABLE_NAME.test(spec.name)) throw new Error(`domain name "${spec.name}" must be lower-case letters, digits or _`);
@@ -116,6 +123,7 @@ export function defineDomain<const C extends Record<string, z.ZodType>>(spec: Do
     indexes: [...(spec.indexes ?? [])],
     schemas: buildSchemas(spec.name, tag, columns, fields),
   };
+  Object.defineProperty(domain, DEFINED, { value: true });
   return domain;
 }
 

@@ -3,12 +3,15 @@ export {
   COMMON_FIELDS,
   defineDomain,
   domainTag,
+  isDomain,
   type Domain,
   type DomainSchemas,
   type DomainSpec,
   type ListQuery,
 } from './define-domain.js';
+export { checkDomainTables, DomainTableMismatchError, domainTableSql } from './domain-table.js';
 export { recordNotFound, uniqueConflict } from './errors.js';
+export { loadDomains } from './load-domains.js';
 export { createRecordCache, type ListPage, type RecordCache, type RecordCacheOptions } from './record-cache.js';
 export {
   createDomainRepository,

@@ -1,2 +1,3 @@
-export { crudService } from './service.js';
-export { DOMAINS, post, product } from './domains/index.js';
+export { crudService, DOMAINS } from './service.js';
+export { post } from './domains/post.js';
+export { product } from './domains/product.js';

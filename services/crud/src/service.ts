@@ -1,8 +1,10 @@
 import { fileURLToPath } from 'node:url';
-import { createDomainPlugin, domainTag } from '@app/crud';
+import { checkDomainTables, createDomainPlugin, domainTag, loadDomains } from '@app/crud';
 import { defineService } from '@app/platform';
-import { DOMAINS } from './domains/index.js';
 import { createCrudPrisma, CRUD_SCHEMA } from './repository.js';
+
+/** Every domain the crud service serves: one file each in domains/, where adding a file adds a domain. */
+export const DOMAINS = await loadDomains(fileURLToPath(new URL('./domains/', import.meta.url)));
 
 /** The crud service: every generic domain in DOMAINS, each under its own prefix. */
 export const crudService = defineService({
@@ -13,6 +15,8 @@ export const crudService = defineService({
   migrations: fileURLToPath(new URL('../prisma/migrations', import.meta.url)),
   outbox: true,
   idempotency: true,
+  // The tables come from the migrations; each must still hold what its domain declares.
+  checkSchema: (session, schema) => checkDomainTables(session, schema, DOMAINS),
   checks: ['database', 'cache'],
   routes: async (app, { config, database, cache, logger, eventsCommitted }) => {
     const prisma = createCrudPrisma(database);

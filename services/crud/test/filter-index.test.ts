@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createDomainRepository, type ListQuery, type PrismaRawClient } from '@app/crud';
-import { migrate, pageOf } from '@app/platform';
+import { migrateService, pageOf } from '@app/platform';
 import { openTestDependencies, testModes } from '@app/testing';
 import { crudService, product } from '../src/index.js';
 import { createCrudPrisma } from '../src/repository.js';
@@ -20,7 +20,7 @@ describe.each(testModes())('an indexed range filter (%s)', (mode) => {
 
   beforeAll(async () => {
     deps = await openTestDependencies(mode);
-    await migrate(deps.database, { schema: 'crud', directory: crudService.migrations!, logger: deps.logger });
+    await migrateService(deps.database, crudService, deps.logger);
     prisma = createCrudPrisma(deps.database);
     // One script on the long-timeout path: on a loaded machine 100k rows outlast a request's 3 s query budget.
     await deps.database.exec(

@@ -66,8 +66,8 @@ export interface Service {
   /** Its creates take an Idempotency-Key: the kit's migrations create the table of their answers. */
   idempotency?: boolean;
   /**
-   * Holds its migrated schema to what its code declares (crud: every domain's table), after
-   * every migration run (at start and in the migration job); throws, naming the fix, to stop.
+   * Holds its migrated schema to what its code declares (tables described by declarations),
+   * after every migration run (at start and in the migration job); throws, naming the fix, to stop.
    */
   checkSchema?(session: SqlSession, schema: string): Promise<void>;
   /** Dependencies its readiness reports: the database is required, the cache only degrades it. */
