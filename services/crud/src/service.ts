@@ -6,10 +6,13 @@ import { createCrudPrisma, CRUD_SCHEMA } from './repository.js';
 /** Every domain the crud service serves: one file each in domains/, where adding a file adds a domain. */
 export const DOMAINS = await loadDomains(fileURLToPath(new URL('./domains/', import.meta.url)));
 
+/** "a, b and c": the domains' names, as the service's description lists them. */
+const names = DOMAINS.map((domain) => domain.name).join(', ').replace(/, ([^,]*)$/, ' and $1');
+
 /** The crud service: every generic domain in DOMAINS, each under its own prefix. */
 export const crudService = defineService({
   name: 'crud',
-  description: 'Generic CRUD domains: product and post',
+  description: `Generic CRUD domains: ${names}`,
   tags: DOMAINS.map(domainTag),
   config: ['CACHE_TTL_SECONDS'],
   migrations: fileURLToPath(new URL('../prisma/migrations', import.meta.url)),

@@ -125,7 +125,7 @@ export interface MigratedService {
 }
 
 /** The kit's tables a service declares it uses. */
-export function kitTablesOf(service: MigratedService): KitTable[] {
+function kitTablesOf(service: MigratedService): KitTable[] {
   return [...(service.outbox ? (['outbox'] as const) : []), ...(service.idempotency ? (['idempotency'] as const) : [])];
 }
 
