@@ -5,8 +5,9 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { SplitCluster } from '@app/split';
-import { openTestDependencies, REAL, readJson, type Json } from '@app/testing';
+import { REAL, readJson, type Json } from '@app/testing';
 import { startReplicas, type TestDependencies } from '../support/replicas.js';
+import { openPlatformDependencies } from '../support/platform.js';
 
 const real = REAL.databaseUrl && REAL.redisUrl && REAL.natsUrl ? REAL : undefined;
 
@@ -48,7 +49,7 @@ interface Kind {
   let auth: Record<string, string>;
 
   beforeAll(async () => {
-    deps = await openTestDependencies('real');
+    deps = await openPlatformDependencies('real');
     cluster = await startReplicas(deps, {
       output: (name, line) => void output.push(`[${name}] ${line}`),
       env: {

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { AppError, bumpSignInGeneration, defineService, systemPrincipal } from '@app/platform';
+import { credentialsConfig } from './config.js';
 import { createCredentialRepository } from './credentials/repository.js';
 import { credentialInternalRoutes, credentialRoutes, CREDENTIALS_PREFIX } from './credentials/routes.js';
 import { API_KEY_HASH_KEY_BYTES, createApiKeyHasher, createPasswordHasher, decodeApiKeyHashKey } from './credentials/secrets.js';
@@ -14,7 +15,7 @@ export const credentialsService = defineService({
   name: 'credentials',
   description: 'Credentials per identity: LOCAL passwords (argon2id), GOOGLE/GITHUB subjects, API keys',
   tags: [{ name: 'Credentials', description: 'How an identity signs in: passwords, federated subjects and API keys; secrets are never returned' }],
-  config: ['ARGON2_MEMORY_KIB', 'ARGON2_TIME_COST', 'ARGON2_PARALLELISM', 'ARGON2_CONCURRENCY', 'API_KEY_HASH_KEY', 'IDENTITY_URL'],
+  config: credentialsConfig,
   migrations: fileURLToPath(new URL('../prisma/migrations', import.meta.url)),
   outbox: true,
   checks: ['database', 'cache'],

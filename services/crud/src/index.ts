@@ -1,2 +1,3 @@
 export { crudService } from './service.js';
+export { crudConfig, type CrudConfig } from './config.js';
 export { DOMAINS, post, product } from './domains/index.js';

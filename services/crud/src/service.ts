@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { createDomainPlugin, domainTag } from '@app/crud';
 import { defineService } from '@app/platform';
+import { crudConfig } from './config.js';
 import { DOMAINS } from './domains/index.js';
 import { createCrudPrisma, CRUD_SCHEMA } from './repository.js';
 
@@ -9,7 +10,7 @@ export const crudService = defineService({
   name: 'crud',
   description: 'Generic CRUD domains: product and post',
   tags: DOMAINS.map(domainTag),
-  config: ['CACHE_TTL_SECONDS'],
+  config: crudConfig,
   migrations: fileURLToPath(new URL('../prisma/migrations', import.meta.url)),
   outbox: true,
   checks: ['database', 'cache'],

@@ -5,6 +5,7 @@ import { isPublicRequest } from '@app/contracts';
 import { buildGateway } from '@app/gateway';
 import type { App } from '@app/platform';
 import { silentLogger, startTokenIssuer, testConfig, type TokenIssuer } from '@app/testing';
+import { gatewayConfig } from '../src/config.js';
 
 describe('edge authentication', () => {
   let issuer: TokenIssuer;
@@ -30,7 +31,7 @@ describe('edge authentication', () => {
       SSO_URL: upstreamUrl,
       CRUD_URL: upstreamUrl,
       JWKS_URL: issuer.jwksUrl,
-    });
+    }, [gatewayConfig]);
     gateway = await buildGateway(config, silentLogger());
     url = await gateway.listen({ host: '127.0.0.1', port: 0 });
   });

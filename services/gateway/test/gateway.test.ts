@@ -4,6 +4,7 @@ import { buildGateway, mergeDocuments } from '@app/gateway';
 import { healthService } from '@app/health';
 import { buildServiceApp, type App } from '@app/platform';
 import { freePort, openTestDependencies, silentLogger, startTokenIssuer, testConfig, type TokenIssuer } from '@app/testing';
+import { gatewayConfig } from '../src/config.js';
 
 /** An upstream answer above the size the edge reads whole: it streams through. */
 const LARGE = 'x'.repeat(200 * 1024);
@@ -51,7 +52,7 @@ describe('gateway', () => {
       UPSTREAM_TIMEOUT_MS: '300',
       BODY_LIMIT: '2048',
       JWKS_URL: issuer.jwksUrl,
-    });
+    }, [gatewayConfig]);
     gateway = await buildGateway(config, silentLogger());
     gatewayUrl = await gateway.listen({ host: '127.0.0.1', port: 0 });
   });

@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { AppError, defineService, parseTrustedProxies, type App } from '@app/platform';
+import { identityConfig } from './config.js';
 import { createIdentityRepository } from './identity/repository.js';
 import { IDENTITY_PREFIX, identityInternalRoutes, identityRoutes } from './identity/routes.js';
 import { createIdentityService } from './identity/service.js';
@@ -12,7 +13,7 @@ export const identityService = defineService({
   tags: [{ name: 'Identity', description: 'Who someone is: name, email, avatar, roles and activation; sign-up is open' }],
   migrations: fileURLToPath(new URL('../prisma/migrations', import.meta.url)),
   outbox: true,
-  config: ['SIGNUP_RATE_LIMIT'],
+  config: identityConfig,
   checks: ['database', 'cache'],
   routes: async (app, { mode, config, database, cache, logger, eventsCommitted, provide }) => {
     const repository = createIdentityRepository(database);
