@@ -1,10 +1,10 @@
 import type { CredentialsClient, IdentityClient, ServiceClients, ServiceName } from '@app/contracts';
 import type { JWTVerifyGetKey } from 'jose';
+import { z } from 'zod';
 import type { TokenVerifier } from '../auth/auth.js';
 import type { RevocationSource } from '../auth/revocations.js';
 import type { Bus } from '../bus/bus.js';
 import type { Cache } from '../cache/cache.js';
-import { z } from 'zod';
 import type { ConfigSchema, SharedConfig } from '../config.js';
 import type { Database } from '../db/database.js';
 import type { DependencyCheck } from '../health/checks.js';
@@ -90,10 +90,13 @@ export function defineService<Own extends object = object>(service: Service<Own>
 /** What a service without variables of its own parses beside the shared ones: nothing. */
 const NO_OWN_CONFIG: ConfigSchema = z.object({});
 
+/** The config schema of each service of `Services`, typed with its own variables. */
+type SchemasOf<Services extends readonly Service[]> = { [K in keyof Services]: ConfigSchema<Services[K] extends Service<infer Own> ? Own : never> };
+
 /**
  * The config schemas of `services`, in their order: what a process that runs all of them
- * parses beside the shared one (`loadConfig(env, configSchemasOf(services))`), typed each.
+ * parses beside the shared one (`loadConfig(env, configSchemasOf(services))`).
  */
-export function configSchemasOf<const Services extends readonly Service[]>(services: Services): { [K in keyof Services]: ConfigSchema<Services[K] extends Service<infer Own> ? Own : never> } {
-  return services.map((service) => service.config ?? NO_OWN_CONFIG) as { [K in keyof Services]: ConfigSchema<Services[K] extends Service<infer Own> ? Own : never> };
+export function configSchemasOf<const Services extends readonly Service[]>(services: Services): SchemasOf<Services> {
+  return services.map((service) => service.config ?? NO_OWN_CONFIG) as SchemasOf<Services>;
 }
