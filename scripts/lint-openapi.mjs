@@ -11,11 +11,11 @@ import { transpileWorkspaces } from './transpile.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 await transpileWorkspaces();
-const { buildPlatform } = await import(join(root, 'apps/all-in-one/dist/index.js'));
+const { buildPlatform, PLATFORM_CONFIG } = await import(join(root, 'apps/all-in-one/dist/index.js'));
 const { createSsoService } = await import(join(root, 'services/sso/dist/index.js'));
 const { createLocalBus, createLogger, createMemoryCache, loadConfig, openPGlite } = await import(join(root, 'libs/platform/dist/index.js'));
 
-const config = { ...loadConfig({ LOG_LEVEL: 'silent', NODE_ENV: 'test' }), ALL_IN_ONE: true };
+const config = { ...loadConfig({ LOG_LEVEL: 'silent', NODE_ENV: 'test' }, PLATFORM_CONFIG), ALL_IN_ONE: true };
 const logger = createLogger(config);
 const deps = { config, logger, database: await openPGlite({ dataDir: 'memory://', logger }), cache: createMemoryCache({ maxEntries: 100 }), bus: createLocalBus({ logger }) };
 // The development admin's generated password is nobody's business here.

@@ -8,10 +8,10 @@ import { parse, parseAllDocuments } from 'yaml';
 import { DOMAIN_SERVICES, SERVICE_NAMES, SERVICES, type ServiceName } from '@app/contracts';
 import { credentialsService } from '@app/credentials';
 import { crudService } from '@app/crud-service';
-import { GATEWAY_CONFIG } from '@app/gateway';
+import { gatewayConfig } from '@app/gateway';
 import { healthService } from '@app/health';
 import { identityService } from '@app/identity';
-import { SHARED_CONFIG, type ConfigKey, type Service } from '@app/platform';
+import { configKeysOf as variablesOf, type ConfigSchema, type Service } from '@app/platform';
 import { ssoService } from '@app/sso';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -36,14 +36,18 @@ export const DEFINITIONS: Record<Exclude<ServiceName, 'gateway'>, Service> = {
   health: healthService,
 };
 
-/** A service's own slice of the environment, which its process validates besides SHARED_CONFIG. */
-export function ownConfigOf(service: ServiceName): readonly ConfigKey[] {
-  return service === 'gateway' ? GATEWAY_CONFIG : (DEFINITIONS[service].config ?? []);
+/** A service's own config schema (none, or one), which its process parses beside the shared one. */
+export function ownConfigOf(service: ServiceName): ConfigSchema[] {
+  const own = service === 'gateway' ? gatewayConfig : DEFINITIONS[service].config;
+  return own ? [own] : [];
 }
 
-/** Every variable a service's process reads: SHARED_CONFIG and its own slice. */
+/** The variables of a service's own schema. */
+export const ownVariablesOf = (service: ServiceName): string[] => ownConfigOf(service).flatMap((schema) => Object.keys(schema.shape));
+
+/** Every variable a service's process reads: the shared ones and its own. */
 export function configKeysOf(service: ServiceName): Set<string> {
-  return new Set<string>([...SHARED_CONFIG, ...ownConfigOf(service)]);
+  return new Set<string>(variablesOf(ownConfigOf(service)));
 }
 
 /** Whether a name is a service of the registry. */
@@ -65,12 +69,12 @@ export function distEntryExists(service: string, distPath: string): boolean {
 
 /**
  * The services a service calls over HTTP in split mode: every peer whose URL variable its
- * config reads (its slice, and SSO_URL for all: every process's token verifier fetches sso's
- * JWKS, where sso itself verifies with its own keys). The gateway is open to all anyway.
+ * sources read (`variablesReadBy`), and sso for all: every process's token verifier fetches
+ * sso's JWKS, where sso itself verifies with its own keys. The gateway is open to all anyway.
  */
 export function callsOf(service: ServiceName): ServiceName[] {
-  const keys = configKeysOf(service);
-  return PLATFORM_SERVICES.filter((peer) => peer !== service && peer !== 'gateway' && keys.has(SERVICES[peer].urlVariable));
+  const reads = new Set([...variablesReadBy(service), SERVICES.sso.urlVariable]);
+  return PLATFORM_SERVICES.filter((peer) => peer !== service && peer !== 'gateway' && reads.has(SERVICES[peer].urlVariable));
 }
 
 /**

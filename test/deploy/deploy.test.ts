@@ -4,11 +4,12 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { buildPlatform } from '@app/all-in-one';
+import { buildPlatform, PLATFORM_CONFIG } from '@app/all-in-one';
 import { DOMAIN_SERVICES, SERVICES, type ServiceName } from '@app/contracts';
 import { buildGateway } from '@app/gateway';
-import { buildServiceApp, CONFIG_KEYS, loadConfig, METRICS_PATH, SECRET_VARIABLES, type App, type PlatformConfig } from '@app/platform';
-import { describeIf, openTestDependencies } from '@app/testing';
+import { buildServiceApp, configKeysOf as variablesOf, loadConfig, METRICS_PATH, secretVariablesOf, type App, type SharedConfig } from '@app/platform';
+
+import { describeIf } from '@app/testing';
 import { parseAllDocuments } from 'yaml';
 import {
   callsOf,
@@ -30,6 +31,7 @@ import {
   named,
   ofKind,
   ownConfigOf,
+  ownVariablesOf,
   PLATFORM_SERVICES,
   portOf,
   read,
@@ -43,6 +45,7 @@ import {
   type K8sObject,
   type KindOf,
 } from './artifacts.js';
+import { openPlatformDependencies, type PlatformDependencies } from '../support/platform.js';
 
 const services = repositoryServices();
 const migrated = services.filter(hasMigrations);
@@ -51,28 +54,28 @@ const ROOT_VERSION = (JSON.parse(read('package.json')) as { version: string }).v
 
 /** Names the config schema does not know (an empty value, which counts as unset, is still a known name). */
 function unknownNames(env: Record<string, string>): string[] {
-  loadConfig(env);
-  return Object.keys(env).filter((name) => !(CONFIG_KEYS as string[]).includes(name));
+  loadConfig(env, PLATFORM_CONFIG);
+  return Object.keys(env).filter((name) => !variablesOf(PLATFORM_CONFIG).includes(name));
 }
 
 /** A standalone service opens Postgres, Redis and NATS (runService); the gateway opens none. */
 const opensDependencies = (service: string) => !exists(`services/${service}/src/main.ts`) || read(`services/${service}/src/main.ts`).includes('runService(');
 
-/** The configuration a service's process runs with: SHARED_CONFIG and its slice validated, the rest defaults. */
-const configOf = (service: ServiceName, env: Record<string, string>): PlatformConfig => loadConfig(env, ownConfigOf(service));
+/** The configuration a service's process runs with: the shared variables and its own. */
+const configOf = (service: ServiceName, env: Record<string, string>): SharedConfig => loadConfig(env, ownConfigOf(service));
 
 /**
  * The secrets a deployment must be able to set: the config's secret variables, the clients
  * whose secrets they are (id and secret go together), and the bootstrap admin's email beside
  * its password.
  */
-const DEPLOYED_SECRETS = [...new Set([...SECRET_VARIABLES, 'GOOGLE_CLIENT_ID', 'GITHUB_CLIENT_ID', 'BOOTSTRAP_ADMIN_EMAIL'])].sort();
+const DEPLOYED_SECRETS = [...new Set([...secretVariablesOf(PLATFORM_CONFIG), 'GOOGLE_CLIENT_ID', 'GITHUB_CLIENT_ID', 'BOOTSTRAP_ADMIN_EMAIL'])].sort();
 
 /** The backing servers' URLs: secrets, which a process that opens none of them is not given. */
 const BACKING_URLS = ['DATABASE_URL', 'REDIS_URL', 'NATS_URL'];
 
-/** Whether a service reads a Secret key: its own slice names it, or it opens the server the key reaches. */
-const readsSecret = (service: ServiceName, key: string) => ownConfigOf(service).includes(key as never) || (opensDependencies(service) && BACKING_URLS.includes(key));
+/** Whether a service reads a Secret key: its own schema declares it, or it opens the server the key reaches. */
+const readsSecret = (service: ServiceName, key: string) => ownVariablesOf(service).includes(key) || (opensDependencies(service) && BACKING_URLS.includes(key));
 
 function expectRunnableConfig(service: ServiceName, env: Record<string, string>, hostOf: (name: ServiceName) => string, nodeEnv = 'production') {
   expect(unknownNames(env)).toEqual([]);
@@ -83,9 +86,9 @@ function expectRunnableConfig(service: ServiceName, env: Record<string, string>,
   if (opensDependencies(service)) {
     expect([config.DATABASE_URL, config.REDIS_URL, config.NATS_URL].map((url) => url !== undefined)).toEqual([true, true, true]);
   }
-  // Every peer it reads the URL of (its slice, and SSO_URL for the JWKS) is where the deployment runs it, on its registry port.
-  const peers = PLATFORM_SERVICES.filter((peer) => configKeysOf(service).has(SERVICES[peer].urlVariable));
-  expect(peers).toContain('sso');
+  // Every peer it calls (those its sources reach, and sso for the JWKS: sso too, whose SSO_URL
+  // names itself) is where the deployment runs it, on its registry port.
+  const peers = PLATFORM_SERVICES.filter((peer) => peer === 'sso' || callsOf(service).includes(peer));
   const urlOf = (peer: ServiceName) => [SERVICES[peer].urlVariable, config[SERVICES[peer].urlVariable]];
   expect(Object.fromEntries(peers.map(urlOf))).toEqual(Object.fromEntries(peers.map((peer) => [SERVICES[peer].urlVariable, `http://${hostOf(peer)}:${portOf(peer)}`])));
   if (configKeysOf(service).has('PLATFORM_SERVICES')) expect([...config.PLATFORM_SERVICES].sort()).toEqual([...DOMAIN_SERVICES].sort());
@@ -112,8 +115,8 @@ describe('the repository', () => {
     expect([...Object.keys(DEFINITIONS), 'gateway'].sort()).toEqual([...PLATFORM_SERVICES].sort());
   });
 
-  it.each(PLATFORM_SERVICES)('has %s validate every variable its sources read (SHARED_CONFIG or its own slice)', (service) => {
-    // A variable missing from the slice is not validated and silently takes its default when the service runs alone.
+  it.each(PLATFORM_SERVICES)('has %s parse every variable its sources read (a shared one, or one of its own schema)', (service) => {
+    // A variable in neither would be read as undefined: its process never parsed it.
     expect(variablesReadBy(service).filter((name) => !configKeysOf(service).has(name))).toEqual([]);
   });
 });
@@ -548,12 +551,12 @@ describeIf(kubectl, 'needs kubectl')('deploy/k8s as kubectl kustomize renders it
     expect(ofKind(objects, 'HorizontalPodAutoscaler')).toEqual([]);
     const ingress = ofKind(objects, 'Ingress');
     expect(JSON.stringify(ingress)).toContain('"name":"all-in-one"');
-    // Its environment: what the all-in-one (every service's slice) accepts, on the volume it mounts.
+    // Its environment: what the all-in-one (every service's schema) accepts, on the volume it mounts.
     const configMaps = ofKind(objects, 'ConfigMap');
     const secret = loadYamlDocuments(join(K8S_BASE, 'secret.example.yaml'))[0] as KindOf<'Secret'>;
     const env = containerEnv(container, configMaps, secret);
     expect(unknownNames(env)).toEqual([]);
-    const config = loadConfig(env);
+    const config = loadConfig(env, PLATFORM_CONFIG);
     expect([config.NODE_ENV, config.PORT, config.DATABASE_URL]).toEqual(['production', 3000, undefined]);
     // Every secret the README says to set is wired from the Secret; /metrics on the management port only.
     const fromSecret = (container.env ?? []).flatMap((variable) => (variable.valueFrom?.secretKeyRef ? [variable.name] : []));
@@ -567,10 +570,10 @@ describeIf(kubectl, 'needs kubectl')('deploy/k8s as kubectl kustomize renders it
 });
 
 describe('every probe and metrics scrape of every deployment asks a route its process serves', () => {
-  let deps: Awaited<ReturnType<typeof openTestDependencies>>;
+  let deps: PlatformDependencies;
   const apps: App[] = [];
   beforeAll(async () => {
-    deps = await openTestDependencies('embedded');
+    deps = await openPlatformDependencies('embedded');
   });
   afterAll(async () => {
     for (const app of apps) await app.close();

@@ -1,8 +1,12 @@
-// The README's environment table against the config schema (libs/platform/src/config.ts): the
-// same variables, and each default the table states is the one the code applies.
+// The README's environment table against the config schemas (the shared one in libs/platform,
+// each service's own: the all-in-one's PLATFORM_CONFIG): the same variables, and each default
+// the table states is the one the code applies.
 import { describe, expect, it } from '@jest/globals';
-import { CONFIG_KEYS, declaredDefaults } from '@app/platform';
+import { PLATFORM_CONFIG } from '@app/all-in-one';
+import { configKeysOf, declaredDefaults } from '@app/platform';
 import { read } from './artifacts.js';
+
+const CONFIG_KEYS = configKeysOf(PLATFORM_CONFIG);
 
 interface Row {
   names: string[];
@@ -44,11 +48,11 @@ const matchesLiteral = (literal: string, value: unknown) =>
 
 const rows = environmentTable(read('README.md'));
 const documented = rows.flatMap((row) => row.names);
-const defaults = declaredDefaults();
+const defaults = declaredDefaults(PLATFORM_CONFIG);
 
 describe('the README\'s environment table', () => {
-  it('names every variable of the config schema, once, and none it does not know', () => {
-    expect(documented.filter((name) => !(CONFIG_KEYS as string[]).includes(name))).toEqual([]);
+  it('names every variable of the config schemas, once, and none they do not know', () => {
+    expect(documented.filter((name) => !CONFIG_KEYS.includes(name))).toEqual([]);
     expect(CONFIG_KEYS.filter((key) => !documented.includes(key))).toEqual([]);
     expect(documented.filter((name, index) => documented.indexOf(name) !== index)).toEqual([]);
   });

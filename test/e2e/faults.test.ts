@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { crudService } from '@app/crud-service';
+import { crudConfig, crudService, type CrudConfig } from '@app/crud-service';
 import { buildGateway } from '@app/gateway';
 import { buildServiceApp, closeDependencies, listenApp, openDependencies, openPostgres, type App, type Dependencies, type RunningApp } from '@app/platform';
 import {
@@ -17,7 +17,6 @@ import {
   freePort,
   NEEDS_REAL_POSTGRES,
   NEEDS_REAL_SERVERS,
-  openTestDependencies,
   READY_BUDGET_MS,
   REAL,
   SETTLE_BUDGET_MS,
@@ -29,6 +28,7 @@ import {
   type FaultProxy,
   type TokenIssuer,
 } from '@app/testing';
+import { openPlatformDependencies, type PlatformDependencies } from '../support/platform.js';
 
 /**
  * Issue 11 item 7: a dependency's fault never ends a process. Each dependency sits behind a
@@ -496,13 +496,13 @@ describeIf(real, NEEDS_REAL_SERVERS)('all-in-one process started while NATS is u
 });
 
 describe.each(testModes())('split mode: the gateway in front of a service behind a fault proxy (%s)', (mode) => {
-  let deps: Awaited<ReturnType<typeof openTestDependencies>>;
+  let deps: PlatformDependencies;
   let service: RunningApp;
   let gateway: RunningApp;
   let proxy: FaultProxy;
 
   beforeAll(async () => {
-    deps = await openTestDependencies(mode, { PLATFORM_SERVICES: 'crud' });
+    deps = await openPlatformDependencies(mode, { PLATFORM_SERVICES: 'crud' });
     service = await listenApp('crud', await buildServiceApp(crudService, deps), { host: '127.0.0.1', port: 0 });
     proxy = await startFaultProxy(hostPort(service.url));
     gateway = await listenApp(
@@ -546,7 +546,7 @@ describeIf(REAL.databaseUrl, NEEDS_REAL_POSTGRES)('a one-connection pool (DATABA
   let testDb: Awaited<ReturnType<typeof createTestDatabase>>;
   let proxy: FaultProxy;
   let issuer: TokenIssuer;
-  let deps: Dependencies;
+  let deps: Dependencies<CrudConfig>;
   let app: App;
 
   beforeAll(async () => {
@@ -554,7 +554,7 @@ describeIf(REAL.databaseUrl, NEEDS_REAL_POSTGRES)('a one-connection pool (DATABA
     proxy = await startFaultProxy(hostPort(testDb.url));
     issuer = await startTokenIssuer();
     // The statement budget is generous here: the burst below only queues, and must wait its turn.
-    const config = testConfig({ DATABASE_URL: proxy.url(testDb.url), DATABASE_POOL_MAX: '1', DATABASE_STATEMENT_TIMEOUT_MS: '60000', JWKS_URL: issuer.jwksUrl });
+    const config = testConfig({ DATABASE_URL: proxy.url(testDb.url), DATABASE_POOL_MAX: '1', DATABASE_STATEMENT_TIMEOUT_MS: '60000', JWKS_URL: issuer.jwksUrl }, [crudConfig]);
     deps = await openDependencies(config, silentLogger(), { name: 'crud' });
     app = await buildServiceApp(crudService, deps);
   });

@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { parser } from '@prometheus-io/lezer-promql';
 import { startPlatform } from '@app/all-in-one';
 import { startSplit } from '@app/split';
-import { CORS_EXPOSED, corsHeadersOf, corsPreflightAllowance, createTestDatabase, eventually, openTestDependencies, readJson, REAL, SETTLE_BUDGET_MS, silentLogger, testModes } from '@app/testing';
+import { CORS_EXPOSED, corsHeadersOf, corsPreflightAllowance, createTestDatabase, eventually, readJson, REAL, SETTLE_BUDGET_MS, silentLogger, testModes } from '@app/testing';
+import { openPlatformDependencies } from '../support/platform.js';
 
 interface Running {
   url: string;
@@ -29,7 +30,7 @@ const targets: { name: string; start(): Promise<Running> }[] = [
   ...testModes().map((mode) => ({
     name: `all-in-one, ${mode}`,
     start: async (): Promise<Running> => {
-      const deps = await openTestDependencies(mode, ENV);
+      const deps = await openPlatformDependencies(mode, ENV);
       const platform = await startPlatform(deps.config, silentLogger(), { port: 0, dependencies: deps });
       return {
         url: platform.url,

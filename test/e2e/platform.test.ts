@@ -18,7 +18,6 @@ import {
   listeningPorts,
   listeningServerCount,
   occupyPorts,
-  openTestDependencies,
   readJson,
   READY_BUDGET_MS,
   REAL,
@@ -26,17 +25,18 @@ import {
   startTokenIssuer,
   testModes,
 } from '@app/testing';
+import { openPlatformDependencies, type PlatformDependencies } from '../support/platform.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
 describe.each(testModes())('all-in-one platform (%s)', (mode) => {
-  let deps: Awaited<ReturnType<typeof openTestDependencies>>;
+  let deps: PlatformDependencies;
   let platform: Platform;
   let serversBefore: number;
   /** What sso shows the operator once: the development admin's generated password. */
   const announced: string[] = [];
   beforeAll(async () => {
-    deps = await openTestDependencies(mode);
+    deps = await openPlatformDependencies(mode);
     serversBefore = listeningServerCount();
     platform = await startPlatform(deps.config, silentLogger(), {
       port: 0,

@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startPlatform, type Platform } from '@app/all-in-one';
 import { startSplit, type SplitCluster } from '@app/split';
 import { createSsoService } from '@app/sso';
-import { createTestDatabase, describeIf, NEEDS_REAL_SERVERS, openTestDependencies, REAL, silentLogger, testModes } from '@app/testing';
+import { createTestDatabase, describeIf, NEEDS_REAL_SERVERS, REAL, silentLogger, testModes } from '@app/testing';
+import { openPlatformDependencies, type PlatformDependencies } from '../support/platform.js';
 
 const passwordGrant = (url: string, username: string, password: string) =>
   fetch(`${url}/api/v1/sso/token`, {
@@ -28,10 +29,10 @@ async function firstReady(url: string): Promise<{ before: number[] }> {
 
 describe.each(testModes())('the all-in-one is ready only once the bootstrap admin can sign in (%s)', (mode) => {
   const admin = { email: `admin-${randomUUID().slice(0, 8)}@example.com`, password: randomBytes(18).toString('base64url') };
-  let deps: Awaited<ReturnType<typeof openTestDependencies>>;
+  let deps: PlatformDependencies;
   let platform: Platform | undefined;
   beforeAll(async () => {
-    deps = await openTestDependencies(mode, { BOOTSTRAP_ADMIN_EMAIL: admin.email, BOOTSTRAP_ADMIN_PASSWORD: admin.password });
+    deps = await openPlatformDependencies(mode, { BOOTSTRAP_ADMIN_EMAIL: admin.email, BOOTSTRAP_ADMIN_PASSWORD: admin.password });
   });
   afterAll(async () => {
     await platform?.close();
@@ -53,7 +54,7 @@ describe.each(testModes())('the all-in-one is ready only once the bootstrap admi
   it('reports the missing admin as the reason while it does not exist', async () => {
     // An identity with the configured email and no admin role: the bootstrap refuses to promote it.
     const email = `taken-${randomUUID().slice(0, 8)}@example.com`;
-    const again = await openTestDependencies(mode, { BOOTSTRAP_ADMIN_EMAIL: email, BOOTSTRAP_ADMIN_PASSWORD: admin.password });
+    const again = await openPlatformDependencies(mode, { BOOTSTRAP_ADMIN_EMAIL: email, BOOTSTRAP_ADMIN_PASSWORD: admin.password });
     // Its development admin's password is not needed here: not printed.
     const quiet = { sso: createSsoService({ announce: () => undefined }) };
     const first = await startPlatform({ ...again.config, BOOTSTRAP_ADMIN_EMAIL: undefined, BOOTSTRAP_ADMIN_PASSWORD: undefined }, silentLogger(), { port: 0, dependencies: again, services: quiet });

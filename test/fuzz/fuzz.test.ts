@@ -3,9 +3,10 @@ import { appendFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import fc from 'fast-check';
 import { startPlatform, type Platform } from '@app/all-in-one';
-import { openTestDependencies, START_BUDGET_MS, testModes, type TestMode } from '@app/testing';
+import { START_BUDGET_MS, testModes, type TestMode } from '@app/testing';
 import { operationsOf, type FuzzRequest, type OpenApiDocument, type Operation } from './openapi.js';
 import { anyRequest, reproduction, send, violation, type Targets } from './requests.js';
+import { openPlatformDependencies, type PlatformDependencies } from '../support/platform.js';
 
 /**
  * Property: whatever a client sends to any operation of the API document (as admin, user,
@@ -32,7 +33,7 @@ jest.setTimeout(START_BUDGET_MS + PER_MODE * 200);
 
 describe.each(modes)('fuzzing every operation of the API document (%s)', (mode: TestMode) => {
   let platform: Platform;
-  let deps: Awaited<ReturnType<typeof openTestDependencies>>;
+  let deps: PlatformDependencies;
   let operations: Operation[];
   let userEmail: string;
   const targets: Targets = { tokens: { admin: '', user: '' }, ids: [] };
@@ -57,7 +58,7 @@ describe.each(modes)('fuzzing every operation of the API document (%s)', (mode: 
   const firstId = (reply: { body: unknown }) => (reply.body as { id: string }[])[0]!.id;
 
   beforeAll(async () => {
-    deps = await openTestDependencies(mode, { BOOTSTRAP_ADMIN_EMAIL: ADMIN_EMAIL, BOOTSTRAP_ADMIN_PASSWORD: ADMIN_PASSWORD });
+    deps = await openPlatformDependencies(mode, { BOOTSTRAP_ADMIN_EMAIL: ADMIN_EMAIL, BOOTSTRAP_ADMIN_PASSWORD: ADMIN_PASSWORD });
     platform = await startPlatform(deps.config, deps.logger, { dependencies: deps, port: 0 });
     // The bootstrap admin is created once sso listens: poll briefly.
     for (let attempt = 0; attempt < 200 && !targets.tokens.admin; attempt++) {

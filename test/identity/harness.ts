@@ -3,8 +3,9 @@ import { startPlatform } from '@app/all-in-one';
 import { credentialsService } from '@app/credentials';
 import { identityService } from '@app/identity';
 import { buildServiceApp, createLogger, listenApp, type BusMessage, type Logger, type RunningApp } from '@app/platform';
-import { answerRevocationsAsSso, openTestDependencies, SETTLE_BUDGET_MS, startTokenIssuer, type TestMode, type TokenIssuer } from '@app/testing';
+import { answerRevocationsAsSso, SETTLE_BUDGET_MS, startTokenIssuer, type TestMode, type TokenIssuer } from '@app/testing';
 import { startReplicas, topologyCases, type TestDependencies } from '../support/replicas.js';
+import { openPlatformDependencies } from '../support/platform.js';
 
 export interface Reply {
   status: number;
@@ -85,7 +86,7 @@ export async function startHarness(mode: TestMode, topology: Topology = 'all-in-
   const issuer = await startTokenIssuer();
   // The same settings in process and (replicas) in every process's environment.
   const platformEnv = { JWKS_URL: issuer.jwksUrl, PLATFORM_SERVICES: 'identity,credentials' };
-  const deps = await openTestDependencies(mode, platformEnv);
+  const deps = await openPlatformDependencies(mode, platformEnv);
   // No sso here: the test answers for its revocations (none), in process and on the run's stream.
   await answerRevocationsAsSso(deps.bus);
   const logs: string[] = [];

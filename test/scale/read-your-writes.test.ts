@@ -5,8 +5,9 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import type { SplitCluster } from '@app/split';
-import { describeIf, NEEDS_REAL_SERVERS, openTestDependencies, REAL, readJson, type Json } from '@app/testing';
+import { describeIf, NEEDS_REAL_SERVERS, REAL, readJson, type Json } from '@app/testing';
 import { startReplicas, type TestDependencies } from '../support/replicas.js';
+import { openPlatformDependencies } from '../support/platform.js';
 
 const real = REAL.databaseUrl && REAL.redisUrl && REAL.natsUrl ? REAL : undefined;
 
@@ -48,7 +49,7 @@ describeIf(real, NEEDS_REAL_SERVERS)('read-your-writes, 2 replicas of every serv
   let auth: Record<string, string>;
 
   beforeAll(async () => {
-    deps = await openTestDependencies('real');
+    deps = await openPlatformDependencies('real');
     cluster = await startReplicas(deps, {
       output: (name, line) => void output.push(`[${name}] ${line}`),
       env: {

@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { startPlatform, type Platform } from '@app/all-in-one';
-import { eventually, openTestDependencies, verifyIndependently } from '@app/testing';
+import { eventually, verifyIndependently } from '@app/testing';
+import { openPlatformDependencies, type PlatformDependencies } from '../support/platform.js';
 
 describe('the all-in-one development admin (embedded)', () => {
-  let deps: Awaited<ReturnType<typeof openTestDependencies>>;
+  let deps: PlatformDependencies;
   let platform: Platform;
   // The generated password goes to the console, once; record what is printed (still printed).
   const printed = jest.spyOn(console, 'log');
@@ -11,7 +12,7 @@ describe('the all-in-one development admin (embedded)', () => {
     startPlatform(deps.config, deps.logger, { dependencies: deps, port: 0 });
 
   beforeAll(async () => {
-    deps = await openTestDependencies('embedded', { PLATFORM_SERVICES: 'identity,credentials,sso' });
+    deps = await openPlatformDependencies('embedded', { PLATFORM_SERVICES: 'identity,credentials,sso' });
     platform = await start();
   });
   afterAll(async () => {

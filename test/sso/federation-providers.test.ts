@@ -15,6 +15,7 @@ import {
   FederationError,
   newUpstreamChecks,
   pkceChallenge,
+  ssoConfig,
   type FederationProvider,
   type UpstreamChecks,
 } from '@app/sso';
@@ -320,7 +321,7 @@ describe('federation when identity and credentials do not answer', () => {
     await gone.close();
     const peers = createHttpClients({ urls: { identity: gone.url, credentials: gone.url }, systemToken: async () => 'a system token', timeoutMs: TIMEOUT_MS });
     try {
-      const config = loadConfig({ ...google.env, LOG_LEVEL: 'silent' });
+      const config = loadConfig({ ...google.env, LOG_LEVEL: 'silent' }, [ssoConfig]);
       const federation = createFederation({
         config,
         cache: createMemoryCache({ maxEntries: 100 }),

@@ -1,13 +1,14 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { startPlatform } from '@app/all-in-one';
+import { startPlatform, type PlatformConfig } from '@app/all-in-one';
 import { credentialsService } from '@app/credentials';
 import { buildGateway } from '@app/gateway';
 import { identityService } from '@app/identity';
-import { buildServiceApp, createNatsBus, listenApp, type App, type Bus, type Env, type PlatformConfig, type RunningApp } from '@app/platform';
+import { buildServiceApp, createNatsBus, listenApp, type App, type Bus, type Env, type RunningApp } from '@app/platform';
 import { configuredKeyService, createSsoService } from '@app/sso';
-import { freePort, openTestDependencies, type TestMode } from '@app/testing';
+import { freePort, type TestMode } from '@app/testing';
 import { startReplicas, topologyCases, type TestDependencies } from '../support/replicas.js';
+import { openPlatformDependencies } from '../support/platform.js';
 
 export const ADMIN_EMAIL = 'admin@example.com';
 export const ADMIN_PASSWORD = 'the bootstrap admin password';
@@ -135,7 +136,7 @@ export async function startSsoPlatform(mode: TestMode, topology: Topology, env: 
     PLATFORM_SERVICES: 'identity,credentials,sso',
     ...env,
   };
-  const deps = await openTestDependencies(mode, platformEnv);
+  const deps = await openPlatformDependencies(mode, platformEnv);
   let running: {
     url: string;
     direct(service: 'sso' | 'identity' | 'credentials'): string;

@@ -13,7 +13,8 @@ import { healthService } from '@app/health';
 import { identityService } from '@app/identity';
 import { buildServiceApp, listenApp, type Env, type RunningApp, type Service } from '@app/platform';
 import { createSsoService } from '@app/sso';
-import { freePort, openTestDependencies, readJson, SETTLE_BUDGET_MS, silentLogger, testModes, type TestMode } from '@app/testing';
+import { freePort, readJson, SETTLE_BUDGET_MS, silentLogger, testModes, type TestMode } from '@app/testing';
+import { openPlatformDependencies } from './platform.js';
 
 const SPLIT_SERVICES: readonly [ServiceName, Service][] = [
   ['identity', identityService],
@@ -33,7 +34,7 @@ export interface Running {
 export async function startInProcessSplit(mode: TestMode, env: Env = {}): Promise<Running> {
   const ports = await Promise.all(SPLIT_SERVICES.map(() => freePort()));
   const urls = Object.fromEntries(SPLIT_SERVICES.map(([name], i) => [SERVICES[name].urlVariable, `http://127.0.0.1:${ports[i]}`]));
-  const deps = await openTestDependencies(mode, { ...urls, JWKS_URL: `${urls.SSO_URL}/api/v1/sso/jwks`, ...env });
+  const deps = await openPlatformDependencies(mode, { ...urls, JWKS_URL: `${urls.SSO_URL}/api/v1/sso/jwks`, ...env });
   const running: RunningApp[] = [];
   const close = async () => {
     for (const app of running.reverse()) await app.close();
@@ -54,7 +55,7 @@ export async function startInProcessSplit(mode: TestMode, env: Env = {}): Promis
 
 /** The all-in-one on `mode`'s dependencies, on a free port. */
 export async function startAllInOne(mode: TestMode, env: Env = {}): Promise<Running> {
-  const deps = await openTestDependencies(mode, env);
+  const deps = await openPlatformDependencies(mode, env);
   const platform = await startPlatform(deps.config, silentLogger(), { port: 0, dependencies: deps });
   return {
     url: platform.url,

@@ -3,9 +3,10 @@
 // gateway, on the same slice of the real servers as the suite's own dependencies.
 import type { Env } from '@app/platform';
 import { startSplit, type SplitCluster, type SplitOptions } from '@app/split';
-import { REAL, testModes, type openTestDependencies, type TestMode } from '@app/testing';
+import { REAL, testModes, type TestMode } from '@app/testing';
+import type { PlatformDependencies } from './platform.js';
 
-export type TestDependencies = Awaited<ReturnType<typeof openTestDependencies>>;
+export type TestDependencies = PlatformDependencies;
 
 /** Each in-process topology in each mode a suite runs in, and `replicas` in real mode (it needs the real servers). */
 export function topologyCases<T extends string>(inProcess: readonly T[]): (readonly [T | 'replicas', TestMode])[] {

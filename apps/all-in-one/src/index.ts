@@ -1,1 +1,1 @@
-export { buildPlatform, startPlatform, type Platform, type PlatformOptions } from './platform.js';
+export { buildPlatform, PLATFORM_CONFIG, startPlatform, type Platform, type PlatformConfig, type PlatformOptions } from './platform.js';

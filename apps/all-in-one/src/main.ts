@@ -1,11 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { closeOnSignals, createLogger, loadConfigOrExit, prioritizeEventLoop } from '@app/platform';
-import { startPlatform } from './platform.js';
+import { PLATFORM_CONFIG, startPlatform } from './platform.js';
 
 /** How often the start-up asks its own readiness probe before it says the platform is ready. */
 const READY_POLL_MS = 50;
 
-const config = loadConfigOrExit();
+const config = loadConfigOrExit(PLATFORM_CONFIG);
 const logger = createLogger(config);
 const started = Date.now();
 try {

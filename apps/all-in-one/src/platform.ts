@@ -2,11 +2,13 @@ import { credentialsService } from '@app/credentials';
 import { crudService } from '@app/crud-service';
 // The docs only: the gateway's proxy (and undici under it) is never loaded in the all-in-one.
 import { PLATFORM_DESCRIPTION, PLATFORM_TITLE, registerDocs } from '@app/gateway/docs';
+import { gatewayConfig } from '@app/gateway/config';
 import { healthService } from '@app/health';
 import { identityService } from '@app/identity';
 import { ssoService } from '@app/sso';
 import {
   buildPlatformApp,
+  configSchemasOf,
   closeDependencies,
   closeListeners,
   type ShutdownStep,
@@ -17,18 +19,23 @@ import {
   type App,
   type Dependencies,
   type Logger,
-  type PlatformConfig,
+  type ConfigOf,
   type Service,
   type ServiceName,
 } from '@app/platform';
 
-/** The domain services this build can run, by name (mounted in PLATFORM_SERVICES order). */
-const BUILT_SERVICES: Partial<Record<ServiceName, Service>> = {
-  identity: identityService,
-  credentials: credentialsService,
-  sso: ssoService,
-  crud: crudService,
-};
+/** The domain services this build can run (mounted in PLATFORM_SERVICES order). */
+const BUILT_SERVICES = [identityService, credentialsService, ssoService, crudService] as const;
+
+/**
+ * The variables of the whole platform, beside the shared ones: every service's own, and the
+ * gateway's (one environment serves both modes). The all-in-one parses them once, at start;
+ * the split launcher does too, before it starts a process.
+ */
+export const PLATFORM_CONFIG = [...configSchemasOf([...BUILT_SERVICES, healthService]), gatewayConfig] as const;
+
+/** The whole platform's configuration, parsed: the shared variables and every service's own. */
+export type PlatformConfig = ConfigOf<typeof PLATFORM_CONFIG>;
 
 export interface PlatformOptions {
   /** Port to listen on; 0 picks a free one (tests). Default: PORT, else 3000. */
@@ -40,7 +47,7 @@ export interface PlatformOptions {
    */
   managementPort?: number;
   /** Open dependencies to use instead of opening them from the configuration. */
-  dependencies?: Dependencies;
+  dependencies?: Dependencies<PlatformConfig>;
   /** Where the embedded database keeps its files (default `<DATA_DIR>/pglite`). */
   pgliteDir?: string;
   /** Replaces a service of the build by name (tests: sso with a captured admin announcement). */
@@ -53,14 +60,15 @@ export interface Platform {
   /** The base URL of its management port (/metrics); absent with METRICS=off. */
   managementUrl?: string;
   app: App;
-  dependencies: Dependencies;
+  dependencies: Dependencies<PlatformConfig>;
   /** Stops serving, then closes the dependencies it opened; `step` names each part (for a shutdown that times out). */
   close(step?: ShutdownStep): Promise<void>;
 }
 
 /** Every service of PLATFORM_SERVICES in ONE Fastify instance, plus health and the edge (docs). */
-export async function buildPlatform(config: PlatformConfig, deps: Dependencies, overrides: PlatformOptions['services'] = {}): Promise<App> {
-  const chosen = config.PLATFORM_SERVICES.flatMap((name) => overrides[name] ?? BUILT_SERVICES[name] ?? []);
+export async function buildPlatform(config: PlatformConfig, deps: Dependencies<PlatformConfig>, overrides: PlatformOptions['services'] = {}): Promise<App> {
+  const built = new Map<ServiceName, Service>(BUILT_SERVICES.map((service) => [service.name, service]));
+  const chosen = config.PLATFORM_SERVICES.flatMap((name) => overrides[name] ?? built.get(name) ?? []);
   return buildPlatformApp([...chosen, overrides.health ?? healthService], deps, {
     title: PLATFORM_TITLE,
     description: PLATFORM_DESCRIPTION,

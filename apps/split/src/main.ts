@@ -3,6 +3,7 @@
 // nothing else. A process that exits on its own is started again; Ctrl-C stops every process
 // and exits 0 when all of them stopped cleanly.
 import { parseArgs } from 'node:util';
+import { ConfigError } from '@app/platform';
 import { MAX_REPLICAS, missingVariables, SPLIT_SERVICES, startSplit } from './split.js';
 
 const EX_USAGE = 64;
@@ -40,7 +41,9 @@ if (missing.length > 0) {
 const port = env.PORT === undefined || env.PORT === '' ? 3000 : Number(env.PORT);
 if (!Number.isInteger(port) || port < 1 || port + 100 * replicas + 10 > 65535) fail(EX_CONFIG, `PORT: expected a port number from 1 to ${65525 - 100 * replicas} (got ${JSON.stringify(env.PORT)})`);
 
-const cluster = await startSplit({ replicas, port, env }).catch((error: Error) => fail(1, `split mode failed to start: ${error.message}`));
+const cluster = await startSplit({ replicas, port, env }).catch((error: Error) =>
+  error instanceof ConfigError ? fail(EX_CONFIG, error.message) : fail(1, `split mode failed to start: ${error.message}`),
+);
 
 process.stdout.write(
   `\nsplit mode ready: gateway on ${cluster.url} (docs at ${cluster.url}/docs), ${replicas} replica(s) per service:\n` +

@@ -5,7 +5,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { PLATFORM_CONFIG } from '@app/all-in-one';
 import { SERVICES, type ServiceName } from '@app/contracts';
+import { loadConfig } from '@app/platform';
 
 /** The services behind the gateway, each run as N replicas; the gateway runs once, on PORT. */
 export const SPLIT_SERVICES = ['identity', 'credentials', 'sso', 'crud', 'health'] as const satisfies readonly ServiceName[];
@@ -156,6 +158,7 @@ async function waitUntilReady(process: SplitProcess & { lastLines: string[] }, r
 /**
  * Starts every service's replicas, waits until each is ready, then the gateway, then the
  * platform's aggregated readiness; stops what it started when any of them fails to start.
+ * Throws a ConfigError, starting nothing, when `env` is not a runnable configuration.
  * Without BOOTSTRAP_ADMIN_* and in development (NODE_ENV unset or `development`), sso creates
  * admin@localhost and prints its generated password once, as the all-in-one does.
  */
@@ -165,6 +168,9 @@ export async function startSplit(options: SplitOptions): Promise<SplitCluster> {
   if (!Number.isInteger(options.replicas) || options.replicas < 1 || options.replicas > MAX_REPLICAS) {
     throw new Error(`replicas must be a whole number from 1 to ${MAX_REPLICAS} (got ${options.replicas})`);
   }
+  // Every variable of every process, checked once as the all-in-one checks them (a ConfigError
+  // naming each bad one), before a dozen processes start and each stops on its own part of it.
+  loadConfig(options.env, PLATFORM_CONFIG);
   const host = options.host ?? '127.0.0.1';
   const output = options.output ?? ((name, line) => process.stdout.write(`[${name}] ${line}\n`));
   const managementBase = options.managementPort ?? (options.env.MANAGEMENT_PORT ? Number(options.env.MANAGEMENT_PORT) : DEFAULT_MANAGEMENT_PORT);

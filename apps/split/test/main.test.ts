@@ -35,6 +35,16 @@ describe('npm run start:split', () => {
     expect(stderr).toContain('usage: npm run start:split -- [--replicas N]');
   });
 
+  it('refuses a bad variable of any service before it starts a process, naming it as the all-in-one does (exit 78)', async () => {
+    const servers = { DATABASE_URL: 'postgres://127.0.0.1:1/none', REDIS_URL: 'redis://127.0.0.1:1', NATS_URL: 'nats://127.0.0.1:1' };
+    const { code, stderr } = await run([], { ...servers, ARGON2_MEMORY_KIB: '1024', SIGNUP_RATE_LIMIT: 'often', GITHUB_CLIENT_SECRET: 'a-github-secret', UPSTREAM_TIMEOUT_MS: '0' });
+    expect(code).toBe(78);
+    expect(stderr.split('\n').filter((line) => line.startsWith('  ')).map((line) => line.trim().split(':')[0])).toEqual(['SIGNUP_RATE_LIMIT', 'ARGON2_MEMORY_KIB', 'GITHUB_CLIENT_ID', 'UPSTREAM_TIMEOUT_MS']);
+    expect(stderr).toContain('ARGON2_MEMORY_KIB: expected argon2id costs at or above OWASP\'s minimum');
+    expect(stderr).not.toContain('a-github-secret');
+    await expect(startSplit({ replicas: 1, port: 0, env: { ...servers, SIGNUP_RATE_LIMIT: 'often' } })).rejects.toThrow('SIGNUP_RATE_LIMIT: expected <count>/<seconds>');
+  });
+
   it('puts replica r of a service at PORT + 100 r + its registry offset', () => {
     expect(replicaPort(3000, 'crud', 1)).toBe(3104);
     expect(replicaPort(3000, 'crud', 2)).toBe(3204);

@@ -6,7 +6,7 @@ import type { Cache } from './cache/cache.js';
 import { createMemoryCache } from './cache/memory-cache.js';
 import { createRedisCache } from './cache/redis-cache.js';
 import { SERVICES } from '@app/contracts';
-import { ConfigError, loadConfig, type ConfigKey, type PlatformConfig } from './config.js';
+import { ConfigError, loadConfig, type ConfigOf, type ConfigSchema, type SharedConfig } from './config.js';
 import type { Database } from './db/database.js';
 import { migrateService } from './db/migrator.js';
 import { lowerThreadPoolPriority } from './thread-pool-priority.js';
@@ -18,9 +18,9 @@ import { startManagementServer, type ManagementServer } from './metrics/manageme
 import { buildServiceApp } from './service/compose.js';
 import type { Service } from './service/define-service.js';
 
-/** What a service is built from: typed config and the adapters behind the ports. */
-export interface Dependencies {
-  config: PlatformConfig;
+/** What a service is built from: typed config (the shared variables, and the services' own) and the adapters behind the ports. */
+export interface Dependencies<Config extends SharedConfig = SharedConfig> {
+  config: Config;
   logger: Logger;
   database: Database;
   cache: Cache;
@@ -32,11 +32,11 @@ export interface Dependencies {
  * their URLs are set, the embedded defaults otherwise. The caller owns them and closes them
  * (`closeDependencies`) after every service using them has stopped.
  */
-export async function openDependencies(
-  config: PlatformConfig,
+export async function openDependencies<Config extends SharedConfig>(
+  config: Config,
   logger: Logger,
   options: { name: string; cacheKeyPrefix?: string; pgliteDir?: string } = { name: 'platform' },
-): Promise<Dependencies> {
+): Promise<Dependencies<Config>> {
   const database = config.DATABASE_URL
     ? openPostgres({ url: config.DATABASE_URL, poolMax: config.DATABASE_POOL_MAX, queryTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS, logger })
     : await openPGlite({ dataDir: options.pgliteDir ?? join(config.DATA_DIR, 'pglite'), logger });
@@ -98,7 +98,7 @@ export async function listenApp(name: string, app: App, listen: { host: string; 
  * contend for the fixed management one); nothing with METRICS=off.
  */
 export async function openManagementPort(
-  config: PlatformConfig,
+  config: SharedConfig,
   logger: Logger,
   port = config.PORT === 0 ? 0 : config.MANAGEMENT_PORT,
 ): Promise<ManagementServer | undefined> {
@@ -156,10 +156,10 @@ export function closeOnSignals(stop: (step: ShutdownStep) => Promise<void>, logg
   process.on('SIGINT', onSignal);
 }
 
-/** Reads the environment, or prints what is wrong with it and exits. */
-export function loadConfigOrExit(only?: readonly ConfigKey[]): PlatformConfig {
+/** Reads the environment (the shared schema and `schemas`), or prints what is wrong with it and exits. */
+export function loadConfigOrExit<const Schemas extends readonly ConfigSchema[] = []>(schemas?: Schemas): ConfigOf<Schemas> {
   try {
-    return loadConfig(undefined, only);
+    return loadConfig(undefined, schemas);
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`${error.message}\n`);
@@ -174,7 +174,7 @@ export function loadConfigOrExit(only?: readonly ConfigKey[]): PlatformConfig {
  * pending migrations and exits, as a Kubernetes Job does before a rollout.
  */
 export async function runMigrations(service: Service): Promise<void> {
-  const config = loadConfigOrExit(service.config ?? []);
+  const config = loadConfigOrExit(service.config ? [service.config] : []);
   const logger = createLogger(config);
   if (!config.DATABASE_URL) {
     logger.fatal('DATABASE_URL is not set: standalone migrations need the real database');
@@ -196,7 +196,7 @@ export async function runMigrations(service: Service): Promise<void> {
  * Puts libuv's thread pool below the event loop (THREADPOOL_NICE), once per process, before it
  * serves; a process that cannot (not Linux, or not allowed) serves anyway at one priority.
  */
-export async function prioritizeEventLoop(config: PlatformConfig, logger: Logger): Promise<void> {
+export async function prioritizeEventLoop(config: SharedConfig, logger: Logger): Promise<void> {
   try {
     const threads = await lowerThreadPoolPriority(config.THREADPOOL_NICE);
     if (threads.length > 0) logger.debug({ threads: threads.length, nice: config.THREADPOOL_NICE }, 'thread pool below the event loop');
@@ -211,7 +211,7 @@ export async function prioritizeEventLoop(config: PlatformConfig, logger: Logger
  */
 export async function serve(
   name: string,
-  config: PlatformConfig,
+  config: SharedConfig,
   logger: Logger,
   build: () => Promise<App>,
   options: { defaultPort: number; onClosed?: (step: ShutdownStep) => Promise<void> },
@@ -239,8 +239,8 @@ export async function serve(
 }
 
 /** The standalone entry of one service: what `node services/<name>/dist/main.js` runs. */
-export async function runService(service: Service): Promise<void> {
-  const config = loadConfigOrExit(service.config ?? []);
+export async function runService<Own extends object>(service: Service<Own>): Promise<void> {
+  const config = loadConfigOrExit(service.config ? [service.config] : []) as SharedConfig & Own;
   const logger = createLogger(config);
   const deps = await openDependencies(config, logger, { name: service.name });
   await serve(service.name, config, logger, () => buildServiceApp(service, deps), {

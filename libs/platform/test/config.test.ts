@@ -1,5 +1,20 @@
 import { describe, expect, it } from '@jest/globals';
-import { ConfigError, loadConfig } from '@app/platform';
+import { z } from 'zod';
+import {
+  buildServiceApp,
+  ConfigError,
+  configKeysOf,
+  configSchemasOf,
+  declaredDefaults,
+  defineService,
+  loadConfig,
+  positiveInt,
+  secret,
+  secretVariablesOf,
+  together,
+  unparsedVariables,
+} from '@app/platform';
+import { openTestDependencies } from '@app/testing';
 
 describe('loadConfig', () => {
   it('applies the defaults for an empty environment', () => {
@@ -46,61 +61,88 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ PLATFORM_SERVICES: 'crud,billing' })).toThrow(/PLATFORM_SERVICES: expected one of "gateway"/);
   });
 
-  it('defaults argon2id to OWASP costs and refuses weaker ones, naming the variable', () => {
-    expect(loadConfig({})).toMatchObject({ ARGON2_MEMORY_KIB: 19_456, ARGON2_TIME_COST: 2, ARGON2_PARALLELISM: 1, ARGON2_CONCURRENCY: 2 });
-    expect(loadConfig({ ARGON2_MEMORY_KIB: '12288', ARGON2_TIME_COST: '3' }).ARGON2_MEMORY_KIB).toBe(12_288);
-    for (const env of [{ ARGON2_MEMORY_KIB: '4096', ARGON2_TIME_COST: '10' }, { ARGON2_MEMORY_KIB: '19456', ARGON2_TIME_COST: '1' }]) {
-      expect(() => loadConfig(env)).toThrow(/ARGON2_MEMORY_KIB: expected argon2id costs at or above OWASP's minimum/);
-    }
-  });
-});
-
-describe('TRUST_PROXY and SIGNUP_RATE_LIMIT', () => {
-  it('trusts no proxy and limits sign-up to 100 per 10 minutes by default', () => {
-    const config = loadConfig({});
-    expect(config.TRUST_PROXY).toBe('none');
-    expect(config.SIGNUP_RATE_LIMIT).toEqual({ max: 100, windowSeconds: 600 });
-  });
-
-  it.each(['0/600', '100/0', '100', 'ten/600', '-1/60', '1e3/60'])('refuses SIGNUP_RATE_LIMIT=%s, naming the variable', (value) => {
-    expect(() => loadConfig({ SIGNUP_RATE_LIMIT: value })).toThrow(ConfigError);
-    expect(() => loadConfig({ SIGNUP_RATE_LIMIT: value })).toThrow(/SIGNUP_RATE_LIMIT: expected <count>\/<seconds>/);
-  });
-
-  it('refuses a TRUST_PROXY entry that is not an address, a range or a name', () => {
+  it('trusts no proxy by default and refuses a TRUST_PROXY entry that is not an address, a range or a name', () => {
+    expect(loadConfig({}).TRUST_PROXY).toBe('none');
     expect(() => loadConfig({ TRUST_PROXY: 'loopback,gateway.local' })).toThrow(/TRUST_PROXY: expected IPs, CIDR ranges.*"gateway\.local"/);
   });
 });
 
-describe('Google and GitHub sign-in', () => {
-  it('is off by default, with the providers\' public endpoints as defaults', () => {
-    expect(loadConfig({})).toMatchObject({
-      GOOGLE_ISSUER: 'https://accounts.google.com',
-      GITHUB_AUTHORIZE_URL: 'https://github.com/login/oauth/authorize',
-      GITHUB_TOKEN_URL: 'https://github.com/login/oauth/access_token',
-      GITHUB_API_URL: 'https://api.github.com',
-    });
-    expect(loadConfig({}).GOOGLE_CLIENT_ID).toBeUndefined();
+/** A service's own variables as a service declares them: a default, a secret, a rule across two. */
+const widgetConfig = z
+  .object({
+    WIDGET_LIMIT: positiveInt('a number of widgets, at least 1').default(5),
+    WIDGET_ID: z.string().optional(),
+    WIDGET_SECRET: secret(z.string().min(8, { error: 'expected at least 8 characters' }).optional()),
+  })
+  .superRefine(together('WIDGET_ID', 'WIDGET_SECRET'));
+
+const widgetService = defineService({
+  name: 'crud',
+  description: 'widgets',
+  config: widgetConfig,
+  checks: [],
+  routes: async (app, { config }) => {
+    // Typed as the shared variables and its own.
+    app.get('/widgets', { config: { auth: 'public' } }, async () => ({ limit: config.WIDGET_LIMIT, level: config.LOG_LEVEL }));
+  },
+});
+
+describe('a service\'s own config schema, beside the shared one', () => {
+  it('parses the shared variables and its own, each with its default', () => {
+    const config = loadConfig({ WIDGET_LIMIT: '7' }, [widgetConfig]);
+    expect([config.WIDGET_LIMIT, config.LOG_LEVEL, config.WIDGET_ID]).toEqual([7, 'info', undefined]);
+    expect(loadConfig({}, [widgetConfig]).WIDGET_LIMIT).toBe(5);
   });
 
-  it('takes a client id and secret together, naming the one missing and never echoing a secret', () => {
-    expect(loadConfig({ GOOGLE_CLIENT_ID: 'id', GOOGLE_CLIENT_SECRET: 'secret' }).GOOGLE_CLIENT_SECRET).toBe('secret');
-    expect(() => loadConfig({ GOOGLE_CLIENT_ID: 'id' })).toThrow('GOOGLE_CLIENT_SECRET: expected GOOGLE_CLIENT_ID and GOOGLE_CLIENT_SECRET together');
+  it('reports the problems of every schema at once, its rules included, never echoing a secret', () => {
     let error: unknown;
     try {
-      loadConfig({ GITHUB_CLIENT_SECRET: 'a-github-secret' });
+      loadConfig({ PORT: 'eighty', WIDGET_LIMIT: '0', WIDGET_ID: 'w', WIDGET_SECRET: 'short' }, [widgetConfig]);
     } catch (caught) {
       error = caught;
     }
-    expect((error as ConfigError).problems).toEqual([{ variable: 'GITHUB_CLIENT_ID', expected: 'expected GITHUB_CLIENT_ID and GITHUB_CLIENT_SECRET together' }]);
-    expect((error as ConfigError).message).not.toContain('a-github-secret');
+    expect((error as ConfigError).problems).toEqual([
+      { variable: 'PORT', expected: 'expected a port number from 0 to 65535, got "eighty"' },
+      { variable: 'WIDGET_LIMIT', expected: 'expected a number of widgets, at least 1, got "0"' },
+      { variable: 'WIDGET_SECRET', expected: 'expected at least 8 characters' },
+    ]);
+    expect(() => loadConfig({ WIDGET_SECRET: 'a-long-secret' }, [widgetConfig])).toThrow('WIDGET_ID: expected WIDGET_ID and WIDGET_SECRET together');
   });
 
-  it('accepts provider URLs over https, and over http only on this machine', () => {
-    expect(loadConfig({ GOOGLE_ISSUER: 'http://127.0.0.1:8080', GITHUB_API_URL: 'http://localhost:9000/api' }).GOOGLE_ISSUER).toBe('http://127.0.0.1:8080');
-    for (const variable of ['GOOGLE_ISSUER', 'GITHUB_AUTHORIZE_URL', 'GITHUB_TOKEN_URL', 'GITHUB_API_URL']) {
-      expect(() => loadConfig({ [variable]: 'http://idp.example.com' })).toThrow(`${variable}: expected an https:// URL (http:// only on localhost or 127.0.0.1)`);
-      expect(() => loadConfig({ [variable]: 'not a url' })).toThrow(ConfigError);
+  it('ignores the variables of a schema it was not given, as a process that does not run that service', () => {
+    expect(loadConfig({ WIDGET_LIMIT: 'many' })).not.toHaveProperty('WIDGET_LIMIT');
+  });
+
+  it('refuses a variable two schemas declare: one variable, one owner', () => {
+    expect(() => loadConfig({}, [z.object({ LOG_LEVEL: z.string().default('loud') })])).toThrow('LOG_LEVEL is declared by two config schemas');
+  });
+
+  it('derives the variables, the defaults and the secrets from the schemas', () => {
+    expect(configKeysOf([widgetConfig]).slice(-3)).toEqual(['WIDGET_LIMIT', 'WIDGET_ID', 'WIDGET_SECRET']);
+    expect(configKeysOf()).toContain('LOG_LEVEL');
+    expect(declaredDefaults([widgetConfig])).toMatchObject({ WIDGET_LIMIT: 5, WIDGET_ID: undefined, LOG_LEVEL: 'info' });
+    expect([...secretVariablesOf([widgetConfig])]).toEqual(['WIDGET_SECRET']);
+  });
+
+  it('lists the schemas of the services a process runs, one for a service without variables of its own', () => {
+    const bare = defineService({ name: 'health', description: 'bare', checks: [], routes: async () => undefined });
+    const [own, none] = configSchemasOf([widgetService, bare]);
+    expect(own).toBe(widgetConfig);
+    expect(Object.keys(none.shape)).toEqual([]);
+  });
+
+  it('serves a service its own variables, and refuses to mount it on a config parsed without its schema', async () => {
+    const deps = await openTestDependencies('embedded', { WIDGET_LIMIT: '9' }, [widgetConfig]);
+    try {
+      const app = await buildServiceApp(widgetService, deps);
+      expect((await app.inject({ method: 'GET', url: '/widgets' })).json()).toEqual({ limit: 9, level: 'silent' });
+      await app.close();
+      const unparsed = { ...deps, config: loadConfig({}) };
+      expect(unparsedVariables(widgetConfig, unparsed.config)).toEqual(['WIDGET_LIMIT']);
+      // @ts-expect-error -- the types refuse it too: the config lacks the service's variables.
+      await expect(buildServiceApp(widgetService, unparsed)).rejects.toThrow('crud: the configuration was parsed without its schema (no WIDGET_LIMIT)');
+    } finally {
+      await deps.dispose();
     }
   });
 });

@@ -18,7 +18,8 @@ import {
   type Dependencies,
   type Env,
   type Logger,
-  type PlatformConfig,
+  type ConfigOf,
+  type ConfigSchema,
   type Subscription,
 } from '@app/platform';
 import { LIVE_REVOCATIONS_REQUEST, type RevocationEvent } from '@app/contracts';
@@ -40,9 +41,13 @@ export function testModes(): TestMode[] {
   return REAL.databaseUrl && REAL.redisUrl && REAL.natsUrl ? ['embedded', 'real'] : ['embedded'];
 }
 
-/** A config for tests: silent logs, ephemeral ports, and no real servers unless asked for. */
-export function testConfig(overrides: Env = {}): PlatformConfig {
-  return loadConfig({ LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', NODE_ENV: 'test', HOST: '127.0.0.1', ...overrides });
+/**
+ * A config for tests: silent logs, ephemeral ports, and no real servers unless asked for. The
+ * shared variables and those of `schemas`: a service's own (`[crudConfig]`), or the whole
+ * platform's (the all-in-one's PLATFORM_CONFIG), parsed as the process that runs them does.
+ */
+export function testConfig<const Schemas extends readonly ConfigSchema[] = []>(overrides: Env = {}, schemas?: Schemas): ConfigOf<Schemas> {
+  return loadConfig({ LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', NODE_ENV: 'test', HOST: '127.0.0.1', ...overrides }, schemas);
 }
 
 export const silentLogger = (): Logger => createLogger({ LOG_LEVEL: (process.env.TEST_LOG_LEVEL as 'silent') ?? 'silent' });
@@ -69,13 +74,15 @@ export async function createTestDatabase(baseUrl: string): Promise<{ url: string
 
 /**
  * Opens dependencies for a test: embedded (in-memory PGlite, memory cache, local bus) or the
- * real servers, each isolated for this run (a fresh database, a key prefix, a stream).
+ * real servers, each isolated for this run (a fresh database, a key prefix, a stream). Their
+ * config holds the shared variables and those of `schemas` (see `testConfig`).
  */
-export async function openTestDependencies(
+export async function openTestDependencies<const Schemas extends readonly ConfigSchema[] = []>(
   mode: TestMode,
   overrides: Env = {},
+  schemas?: Schemas,
 ): Promise<
-  Dependencies & {
+  Dependencies<ConfigOf<Schemas>> & {
     dispose(): Promise<void>;
     /** The run's own JetStream stream (real mode): NATS_STREAM for processes that share this bus. */
     natsStream?: string;
@@ -85,7 +92,7 @@ export async function openTestDependencies(
 > {
   const logger = silentLogger();
   if (mode === 'embedded') {
-    const config = testConfig(overrides);
+    const config = testConfig(overrides, schemas);
     const database = await openPGlite({ dataDir: 'memory://', logger });
     const cache = createMemoryCache({ maxEntries: 10_000 });
     const bus = createLocalBus({ logger });
@@ -95,7 +102,7 @@ export async function openTestDependencies(
   if (!REAL.databaseUrl || !REAL.redisUrl || !REAL.natsUrl) throw new Error('real mode needs DATABASE_URL, REDIS_URL and NATS_URL');
   const testDb = await createTestDatabase(REAL.databaseUrl);
   const run = randomUUID().slice(0, 8);
-  const config = testConfig({ DATABASE_URL: testDb.url, REDIS_URL: REAL.redisUrl, NATS_URL: REAL.natsUrl, ...overrides });
+  const config = testConfig({ DATABASE_URL: testDb.url, REDIS_URL: REAL.redisUrl, NATS_URL: REAL.natsUrl, ...overrides }, schemas);
   const database = openPostgres({ url: testDb.url, poolMax: 5, logger });
   const cacheKeyPrefix = `test:${run}:`;
   const cache = await createRedisCache({ url: REAL.redisUrl, logger, keyPrefix: cacheKeyPrefix });

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { credentialsApi } from '@app/contracts';
 import { bumpSignInGeneration, defineService, recordLocation } from '@app/platform';
+import { credentialsConfig } from './config.js';
 import { createCredentialRepository } from './credentials/repository.js';
 import { federatedSubjectNotFound, subjectTaken } from './credentials/errors.js';
 import { credentialRoutes, CREDENTIALS_PREFIX } from './credentials/routes.js';
@@ -16,7 +17,7 @@ export const credentialsService = defineService({
   name: 'credentials',
   description: 'Credentials per identity: LOCAL passwords (argon2id), GOOGLE/GITHUB subjects, API keys',
   tags: [{ name: 'Credentials', description: 'How an identity signs in: passwords, federated subjects and API keys; secrets are never returned' }],
-  config: ['ARGON2_MEMORY_KIB', 'ARGON2_TIME_COST', 'ARGON2_PARALLELISM', 'ARGON2_CONCURRENCY', 'API_KEY_HASH_KEY', 'IDENTITY_URL'],
+  config: credentialsConfig,
   migrations: fileURLToPath(new URL('../prisma/migrations', import.meta.url)),
   outbox: true,
   idempotency: true,

@@ -16,7 +16,7 @@ import {
   type Json,
   type TokenIssuer,
 } from '@app/testing';
-import { credentialsService } from '../src/index.js';
+import { credentialsConfig, credentialsService } from '../src/index.js';
 
 const PASSWORD = 'correct horse battery staple';
 /** An API key as a client makes one: 32 random bytes, base64url (43 characters). */
@@ -25,7 +25,7 @@ const newKey = () => randomBytes(32).toString('base64url');
 const STRONG_TAG = /^"[\w-]{22}"$/;
 
 describe.each(testModes())('credentials through app.inject (%s)', (mode) => {
-  let deps: Awaited<ReturnType<typeof openTestDependencies>>;
+  let deps: Awaited<ReturnType<typeof openTestDependencies<[typeof credentialsConfig]>>>;
   let issuer: TokenIssuer;
   /** identity's contract on a free port: credentials asks it over HTTP whether an identity exists. */
   let identity: DirectoryDouble;
@@ -54,11 +54,11 @@ describe.each(testModes())('credentials through app.inject (%s)', (mode) => {
 
   beforeAll(async () => {
     issuer = await startTokenIssuer();
-    deps = await openTestDependencies(mode, { JWKS_URL: issuer.jwksUrl });
+    identity = await startDirectoryDouble({ jwksUrl: issuer.jwksUrl, issuer: issuer.issuer, audience: issuer.audience });
+    deps = await openTestDependencies(mode, { JWKS_URL: issuer.jwksUrl, IDENTITY_URL: identity.url }, [credentialsConfig]);
     // No sso here: the test answers for its revocations (none), as the issuer does for its keys.
     await answerRevocationsAsSso(deps.bus);
-    identity = await startDirectoryDouble({ jwksUrl: issuer.jwksUrl, issuer: issuer.issuer, audience: issuer.audience });
-    app = await buildServiceApp(credentialsService, { ...deps, config: { ...deps.config, IDENTITY_URL: identity.url } });
+    app = await buildServiceApp(credentialsService, deps);
     admin = await issuer.mint(randomUUID(), ['admin']);
     system = await issuer.mint(randomUUID(), ['system']);
     platform = await issuer.mint('service:sso', ['system']);

@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { checkDomainTables, createDomainPlugin, domainTag, loadDomains } from '@app/crud';
 import { defineService } from '@app/platform';
+import { crudConfig } from './config.js';
 import { createCrudPrisma, CRUD_SCHEMA } from './repository.js';
 
 /** Every domain the crud service serves: one file each in domains/, where adding a file adds a domain. */
@@ -14,7 +15,7 @@ export const crudService = defineService({
   name: 'crud',
   description: `Generic CRUD domains: ${names}`,
   tags: DOMAINS.map(domainTag),
-  config: ['CACHE_TTL_SECONDS'],
+  config: crudConfig,
   migrations: fileURLToPath(new URL('../prisma/migrations', import.meta.url)),
   outbox: true,
   idempotency: true,

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { buildGateway } from '@app/gateway';
+import { buildGateway, gatewayConfig, type GatewayConfig } from '@app/gateway';
 import { buildServiceApp, listenApp, type App, type Cache, type Dependencies, type Env, type RunningApp } from '@app/platform';
 import { answerRevocationsAsSso, openTestDependencies, requestBytes, startTokenIssuer, type BytesReply, type TestMode, type TokenIssuer } from '@app/testing';
-import { crudService } from '../src/index.js';
+import { crudConfig, crudService, type CrudConfig } from '../src/index.js';
 
 /** What a test sends; the same request goes through app.inject or through the gateway. */
 export interface TestRequest {
@@ -26,7 +26,7 @@ export type Transport = 'inject' | 'gateway';
 
 export interface CrudHarness {
   app: App;
-  deps: Dependencies;
+  deps: Dependencies<CrudConfig & GatewayConfig>;
   issuer: TokenIssuer;
   /** A valid bearer token. */
   token: string;
@@ -48,8 +48,9 @@ export async function startCrud(
   options: { env?: Env; cache?: Cache } = {},
 ): Promise<CrudHarness> {
   const issuer = await startTokenIssuer();
-  const opened = await openTestDependencies(mode, { JWKS_URL: issuer.jwksUrl, ...options.env });
-  const deps: Dependencies = options.cache ? { ...opened, cache: options.cache } : opened;
+  // crud's variables, and the gateway's for the requests that go through it.
+  const opened = await openTestDependencies(mode, { JWKS_URL: issuer.jwksUrl, ...options.env }, [crudConfig, gatewayConfig]);
+  const deps = options.cache ? { ...opened, cache: options.cache } : opened;
   // No sso here: the test answers for its revocations (none), as the issuer does for its keys.
   await answerRevocationsAsSso(deps.bus);
   // It applies its own migrations, as it does when it runs alone.

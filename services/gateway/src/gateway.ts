@@ -13,28 +13,15 @@ import {
   RELEASE_VERSION,
   httpLimitsOf,
   type App,
-  type ConfigKey,
   type Logger,
-  type PlatformConfig,
   type TokenVerifier,
 } from '@app/platform';
 import { registerBodyLimit } from './body-limit.js';
+import type { GatewayConfig } from './config.js';
 import { PLATFORM_DESCRIPTION, PLATFORM_TITLE, registerDocs } from './docs.js';
 import { readEdgeRoutes } from './edge-routes.js';
 import { registerProxies } from './proxy.js';
 import { routingTable } from './routing.js';
-
-/** The gateway's own slice of the environment, besides the shared one. */
-export const GATEWAY_CONFIG: readonly ConfigKey[] = [
-  'PLATFORM_SERVICES',
-  'UPSTREAM_TIMEOUT_MS',
-  'IDENTITY_URL',
-  'CREDENTIALS_URL',
-  'CRUD_URL',
-  'HEALTH_URL',
-  // Revocations: the edge's verifier seeds its set from sso and follows sso's broadcast, both over the bus.
-  'NATS_URL',
-];
 
 export interface GatewayOptions {
   /** Verifies bearer tokens at the edge; default: sso's JWKS per the configuration, cached, checked against revocations. */
@@ -52,7 +39,7 @@ export interface GatewayOptions {
  * a token and applying a body limit as each service's routes declare them (read from their
  * documents at start), and serves their merged API docs.
  */
-export async function buildGateway(config: PlatformConfig, logger: Logger, options: GatewayOptions = {}): Promise<App> {
+export async function buildGateway(config: GatewayConfig, logger: Logger, options: GatewayOptions = {}): Promise<App> {
   const revocations = createRevocationSet();
   const bus = options.revocationBus ?? createLocalBus({ logger });
   const feed = options.verifier ? undefined : await startRevocationFeed({ set: revocations, source: busRevocationSource(bus), bus, logger });

@@ -1,3 +1,4 @@
-export { buildGateway, GATEWAY_CONFIG, type GatewayOptions } from './gateway.js';
+export { buildGateway, type GatewayOptions } from './gateway.js';
+export { gatewayConfig, type GatewayConfig } from './config.js';
 export { mergeDocuments, registerDocs, PLATFORM_DESCRIPTION, PLATFORM_TITLE } from './docs.js';
 export { routingTable, type Route } from './routing.js';

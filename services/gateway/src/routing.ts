@@ -1,5 +1,5 @@
 import { SERVICES, type ServiceName } from '@app/contracts';
-import { replicaUrls, type PlatformConfig } from '@app/platform';
+import { replicaUrls, type SharedConfig } from '@app/platform';
 
 /** One row of the gateway's routing table: requests under `prefix` go to one of `urls` (the service's replicas), path unchanged. */
 export interface Route {
@@ -9,7 +9,7 @@ export interface Route {
 }
 
 /** The routing table for a deployment: health, plus every service it runs, from the registry. */
-export function routingTable(config: PlatformConfig): Route[] {
+export function routingTable(config: SharedConfig): Route[] {
   const services: ServiceName[] = ['health', ...config.PLATFORM_SERVICES.filter((name) => name !== 'health' && name !== 'gateway')];
   return services.flatMap((service) =>
     SERVICES[service].prefixes.map((prefix) => ({ service, prefix, urls: replicaUrls(config[SERVICES[service].urlVariable]) })),

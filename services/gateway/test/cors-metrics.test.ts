@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { buildGateway } from '@app/gateway';
 import { startManagementServer, type App } from '@app/platform';
 import { CORS_EXPOSED, corsHeadersOf, corsPreflightAllowance, silentLogger, startTokenIssuer, testConfig, type TokenIssuer } from '@app/testing';
+import { gatewayConfig } from '../src/config.js';
 
 const ALLOWED = 'https://app.example.com';
 const PREFLIGHT = { 'access-control-request-method': 'PATCH', 'access-control-request-headers': 'authorization, content-type' };
@@ -43,7 +44,7 @@ describe.each([
     issuer = await startTokenIssuer();
     auth = { authorization: `Bearer ${await issuer.mint('7b0c2d9e-1f4a-4e55-9d0c-3a1f7c5e2b10')}` };
     gateway = await buildGateway(
-      testConfig({ PLATFORM_SERVICES: 'identity', IDENTITY_URL: upstream.url, HEALTH_URL: upstream.url, JWKS_URL: issuer.jwksUrl, ...env }),
+      testConfig({ PLATFORM_SERVICES: 'identity', IDENTITY_URL: upstream.url, HEALTH_URL: upstream.url, JWKS_URL: issuer.jwksUrl, ...env }, [gatewayConfig]),
       silentLogger(),
     );
     url = await gateway.listen({ host: '127.0.0.1', port: 0 });

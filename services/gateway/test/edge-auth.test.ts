@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { buildGateway } from '@app/gateway';
 import type { App, EdgeRoute } from '@app/platform';
 import { eventually, rawRequest, silentLogger, startTokenIssuer, testConfig, type TokenIssuer } from '@app/testing';
+import { gatewayConfig } from '../src/config.js';
 import { answerDocument, declaredDocument } from './declared-routes.js';
 
 const open = (methods: string[], path: string, auth: EdgeRoute['auth'] = 'public'): EdgeRoute[] => methods.map((method) => ({ method, path, auth }));
@@ -84,7 +85,7 @@ describe('edge authentication, from the routes the services declare', () => {
       SSO_URL: await startService('sso'),
       CRUD_URL: await startService('crud'),
       JWKS_URL: issuer.jwksUrl,
-    });
+    }, [gatewayConfig]);
     gateway = await buildGateway(config, silentLogger());
     url = await gateway.listen({ host: '127.0.0.1', port: 0 });
   });

@@ -5,6 +5,7 @@ import { healthService } from '@app/health';
 import { buildServiceApp, type App } from '@app/platform';
 import { freePort, openTestDependencies, silentLogger, startTokenIssuer, testConfig, type TokenIssuer } from '@app/testing';
 import { declaredDocument, rawDocumentAnswer, SSO_TOKEN_ROUTE } from './declared-routes.js';
+import { gatewayConfig } from '../src/config.js';
 
 /** An upstream answer above the size the edge reads whole: it streams through. */
 const LARGE = 'x'.repeat(200 * 1024);
@@ -54,7 +55,7 @@ describe('gateway', () => {
       UPSTREAM_TIMEOUT_MS: '300',
       BODY_LIMIT: '2048',
       JWKS_URL: issuer.jwksUrl,
-    });
+    }, [gatewayConfig]);
     gateway = await buildGateway(config, silentLogger());
     gatewayUrl = await gateway.listen({ host: '127.0.0.1', port: 0 });
   });

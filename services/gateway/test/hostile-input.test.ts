@@ -4,6 +4,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/glo
 import { buildGateway } from '@app/gateway';
 import type { App } from '@app/platform';
 import { eventually, rawBody, rawHeader, rawRequest, SETTLE_BUDGET_MS, silentLogger, testConfig } from '@app/testing';
+import { gatewayConfig } from '../src/config.js';
 import { answerDocument, declaredDocument, SSO_TOKEN_ROUTE } from './declared-routes.js';
 
 /** sso's login form as it declares it: open, 16 KiB, refused with a problem. */
@@ -46,7 +47,7 @@ describe('gateway: hostile input', () => {
     // The upstream timeout outlasts any wait here: only an abort ends an upstream request early.
     const upstreamTimeout = String(2 * SETTLE_BUDGET_MS);
     gateway = await buildGateway(
-      testConfig({ PLATFORM_SERVICES: 'sso', SSO_URL: upstreamUrl, HEALTH_URL: upstreamUrl, BODY_LIMIT: '65536', UPSTREAM_TIMEOUT_MS: upstreamTimeout }),
+      testConfig({ PLATFORM_SERVICES: 'sso', SSO_URL: upstreamUrl, HEALTH_URL: upstreamUrl, BODY_LIMIT: '65536', UPSTREAM_TIMEOUT_MS: upstreamTimeout }, [gatewayConfig]),
       silentLogger(),
     );
     url = await gateway.listen({ host: '127.0.0.1', port: 0 });

@@ -4,6 +4,7 @@ import { buildGateway } from '@app/gateway';
 import type { App } from '@app/platform';
 import { freePort, silentLogger, startTokenIssuer, testConfig, type TokenIssuer } from '@app/testing';
 import { answerDocument, declaredDocument } from './declared-routes.js';
+import { gatewayConfig } from '../src/config.js';
 
 /** A replica that answers every request with its name, the method and the body it received (its document aside). */
 async function startReplica(name: string): Promise<{ url: string; seen: number; server: Server }> {
@@ -40,7 +41,7 @@ describe('gateway in front of a service with several replicas', () => {
       PLATFORM_SERVICES: 'crud',
       CRUD_URL: ` ${replicas[0]!.url}, ${down} ,${replicas[1]!.url}`,
       JWKS_URL: issuer.jwksUrl,
-    });
+    }, [gatewayConfig]);
     gateway = await buildGateway(config, silentLogger());
     gatewayUrl = await gateway.listen({ host: '127.0.0.1', port: 0 });
   });

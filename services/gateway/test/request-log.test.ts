@@ -4,6 +4,7 @@ import { buildGateway } from '@app/gateway';
 import { healthService } from '@app/health';
 import { buildServiceApp, createLogger, type App } from '@app/platform';
 import { freePort, openTestDependencies, startTokenIssuer, testConfig, type TokenIssuer } from '@app/testing';
+import { gatewayConfig } from '../src/config.js';
 
 interface Line {
   level: number;
@@ -55,7 +56,7 @@ describe('gateway request log', () => {
       // crud is down: the edge answers its requests itself.
       CRUD_URL: `http://127.0.0.1:${await freePort()}`,
       JWKS_URL: issuer.jwksUrl,
-    });
+    }, [gatewayConfig]);
     gateway = await buildGateway(config, logger);
     gatewayUrl = await gateway.listen({ host: '127.0.0.1', port: 0 });
   });

@@ -7,7 +7,6 @@ export const healthService = defineService({
   name: 'health',
   description: 'Liveness and aggregated readiness of the platform',
   tags: [{ name: 'Health', description: 'Liveness of the platform and readiness of its database, cache and services' }],
-  config: ['PLATFORM_SERVICES', 'IDENTITY_URL', 'CREDENTIALS_URL', 'SSO_URL', 'CRUD_URL'],
   checks: ['database', 'cache'],
   routes: async (app, { config, database, cache, clients }) => {
     // It reports on the domain services the deployment runs; not on itself or the gateway.

@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { identityApi } from '@app/contracts';
 import { defineService, parseTrustedProxies, recordLocation, type App } from '@app/platform';
+import { identityConfig } from './config.js';
 import { createIdentityRepository } from './identity/repository.js';
 import { identityEmailNotFound, identityNotFound } from './identity/errors.js';
 import { IDENTITY_PREFIX, identityRoutes } from './identity/routes.js';
@@ -15,7 +16,7 @@ export const identityService = defineService({
   migrations: fileURLToPath(new URL('../prisma/migrations', import.meta.url)),
   outbox: true,
   idempotency: true,
-  config: ['SIGNUP_RATE_LIMIT'],
+  config: identityConfig,
   checks: ['database', 'cache'],
   routes: async (app, { config, database, cache, logger, eventsCommitted, serve }) => {
     const repository = createIdentityRepository(database);

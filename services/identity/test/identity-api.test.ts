@@ -6,13 +6,13 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { identityApi } from '@app/contracts';
 import { buildServiceApp, type App } from '@app/platform';
 import { answerRevocationsAsSso, openTestDependencies, startTokenIssuer, testModes, type Json, type TokenIssuer } from '@app/testing';
-import { identityService } from '../src/index.js';
+import { identityConfig, identityService } from '../src/index.js';
 
 /** What a strong entity tag of the kit looks like: 22 base64url characters, quoted, no W/. */
 const STRONG_TAG = /^"[\w-]{22}"$/;
 
 describe.each(testModes())('identity through app.inject (%s)', (mode) => {
-  let deps: Awaited<ReturnType<typeof openTestDependencies>>;
+  let deps: Awaited<ReturnType<typeof openTestDependencies<[typeof identityConfig]>>>;
   let issuer: TokenIssuer;
   let app: App;
   let admin: string;
@@ -39,7 +39,7 @@ describe.each(testModes())('identity through app.inject (%s)', (mode) => {
 
   beforeAll(async () => {
     issuer = await startTokenIssuer();
-    deps = await openTestDependencies(mode, { JWKS_URL: issuer.jwksUrl });
+    deps = await openTestDependencies(mode, { JWKS_URL: issuer.jwksUrl }, [identityConfig]);
     // No sso here: the test answers for its revocations (none), as the issuer does for its keys.
     await answerRevocationsAsSso(deps.bus);
     app = await buildServiceApp(identityService, deps);

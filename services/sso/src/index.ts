@@ -1,4 +1,5 @@
 export { createSsoService, ssoService, SSO_MIGRATIONS, type SsoOptions } from './service.js';
+export { ssoConfig, type SsoConfig, type SsoOwnConfig } from './config.js';
 export { JWKS_PATH, JWKS_MAX_AGE_SECONDS } from './keys/routes.js';
 export { DISCOVERY_PATH, OAUTH_METADATA_PATH } from './discovery/routes.js';
 export { USERINFO_PATH } from './userinfo/routes.js';

@@ -18,6 +18,7 @@ import { createFederation } from './federation/federation.js';
 import { federationRoutes } from './federation/routes.js';
 import { PrismaClient } from './generated/prisma/client.js';
 import { configuredKeyService } from './keys/configured.js';
+import { ssoConfig, type SsoOwnConfig } from './config.js';
 import { keyRoutes } from './keys/routes.js';
 import { createGrantCache } from './tokens/grant-cache.js';
 import { createRefreshTokenRepository } from './tokens/repository.js';
@@ -49,7 +50,7 @@ export interface SsoOptions {
 const generatesDevAdmin = (config: { ALL_IN_ONE: boolean; NODE_ENV: string }) => config.ALL_IN_ONE || config.NODE_ENV === 'development';
 
 /** sso: signing keys, JWKS, the OAuth 2 token endpoint and the first administrator. */
-export function createSsoService(options: SsoOptions = {}): Service {
+export function createSsoService(options: SsoOptions = {}): Service<SsoOwnConfig> {
   return defineService({
     name: 'sso',
     description: 'Signing keys, JWKS, the OAuth 2 token endpoint and OpenID Connect browser sign-in',
@@ -59,25 +60,7 @@ export function createSsoService(options: SsoOptions = {}): Service {
         description: 'OAuth 2 token, revocation and introspection endpoints, registered clients, signing keys (JWKS), metadata and userinfo',
       },
     ],
-    config: [
-      'ACCESS_TOKEN_TTL_SECONDS',
-      'REFRESH_TOKEN_TTL_SECONDS',
-      'SSO_KEY_ENCRYPTION_SECRET',
-      'SSO_KEY_ROTATION_INTERVAL_SECONDS',
-      'SSO_KEY_ACTIVATION_DELAY_SECONDS',
-      'BOOTSTRAP_ADMIN_EMAIL',
-      'BOOTSTRAP_ADMIN_PASSWORD',
-      'IDENTITY_URL',
-      'CREDENTIALS_URL',
-      'GOOGLE_CLIENT_ID',
-      'GOOGLE_CLIENT_SECRET',
-      'GOOGLE_ISSUER',
-      'GITHUB_CLIENT_ID',
-      'GITHUB_CLIENT_SECRET',
-      'GITHUB_AUTHORIZE_URL',
-      'GITHUB_TOKEN_URL',
-      'GITHUB_API_URL',
-    ],
+    config: ssoConfig,
     migrations: SSO_MIGRATIONS,
     // Revocation events go out through the outbox: none is lost once its revocation committed.
     outbox: true,

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { migrateService } from '@app/platform';
-import { openTestDependencies, testModes } from '@app/testing';
+import { testModes } from '@app/testing';
 import { createSsoService } from '../src/index.js';
 import { createKeyEncryption } from '../src/keys/key-encryption.js';
-import { listenSso, PASSWORD, startSso, verifyIndependently, type SsoUnderTest } from './support.js';
+import { listenSso, openSsoDependencies, PASSWORD, startSso, verifyIndependently, type SsoDependencies, type SsoUnderTest } from './support.js';
 
 const PUBLIC_MEMBERS = ['alg', 'crv', 'kid', 'kty', 'use', 'x', 'y'];
 
@@ -98,9 +98,9 @@ describe.each(testModes())('signing keys (%s)', (mode) => {
 });
 
 describe.each(testModes())('key creation by replicas starting together (%s)', (mode) => {
-  let deps: Awaited<ReturnType<typeof openTestDependencies>>;
+  let deps: SsoDependencies;
   beforeAll(async () => {
-    deps = await openTestDependencies(mode);
+    deps = await openSsoDependencies(mode);
     await migrateService(deps.database, createSsoService(), deps.logger);
   });
   afterAll(() => deps.dispose());

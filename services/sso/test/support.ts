@@ -1,12 +1,17 @@
 import { buildServiceApp, listenApp, type Env, type RunningApp } from '@app/platform';
 import { freePort, openTestDependencies, startDirectoryDouble, type DirectoryDouble, type TestMode } from '@app/testing';
-import { configuredKeyService, createSsoService } from '../src/index.js';
+import { configuredKeyService, createSsoService, ssoConfig } from '../src/index.js';
+
+/** Test dependencies whose config holds sso's variables beside the shared ones. */
+export const openSsoDependencies = (mode: TestMode, env: Env = {}) => openTestDependencies(mode, env, [ssoConfig]);
+
+export type SsoDependencies = Awaited<ReturnType<typeof openSsoDependencies>>;
 
 export interface SsoUnderTest {
   url: string;
   service: RunningApp;
   double: DirectoryDouble;
-  deps: Awaited<ReturnType<typeof openTestDependencies>>;
+  deps: SsoDependencies;
   announced: string[];
   /** A key service on sso's database, as another sso replica builds it (another process, to the running sso). */
   keys(): ReturnType<typeof configuredKeyService>;
@@ -16,7 +21,7 @@ export interface SsoUnderTest {
 }
 
 /** sso alone (split mode), listening: it must, since the double verifies sso's system tokens against its JWKS. */
-export async function listenSso(deps: Awaited<ReturnType<typeof openTestDependencies>>, port: number, announce?: (message: string) => void): Promise<RunningApp> {
+export async function listenSso(deps: SsoDependencies, port: number, announce?: (message: string) => void): Promise<RunningApp> {
   const app = await buildServiceApp(createSsoService({ announce }), deps);
   try {
     return await listenApp('sso', app, { host: '127.0.0.1', port });
@@ -34,7 +39,7 @@ export async function startSso(mode: TestMode, env: Env = {}): Promise<SsoUnderT
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const double = await startDirectoryDouble({ jwksUrl: `${url}/api/v1/sso/jwks`, issuer: 'http://localhost:3000', audience: 'api-platform' });
-  const deps = await openTestDependencies(mode, { IDENTITY_URL: double.url, CREDENTIALS_URL: double.url, SSO_URL: url, ...env });
+  const deps = await openSsoDependencies(mode, { IDENTITY_URL: double.url, CREDENTIALS_URL: double.url, SSO_URL: url, ...env });
   const announced: string[] = [];
   const service = await listenSso(deps, port, (message) => announced.push(message));
   return {

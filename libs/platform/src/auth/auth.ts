@@ -3,7 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import { createRemoteJWKSet, customFetch, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import { replicaUrls, roundRobin } from '../clients/replicas.js';
 import { LRUCache } from 'lru-cache';
-import { jwksUrlOf, type PlatformConfig } from '../config.js';
+import { jwksUrlOf, type SharedConfig } from '../config.js';
 import { AppError, isDependencyUnavailable } from '../http/errors.js';
 import type { RevocationSet } from './revocations.js';
 
@@ -33,7 +33,7 @@ export interface TokenVerifierOptions {
  * and JWKS cooldown. Every verifier must use the configured cooldown, because sso publishes a
  * new key SSO_KEY_ACTIVATION_DELAY_SECONDS (longer than the cooldown) before signing with it.
  */
-export function tokenVerifierOptions(config: PlatformConfig): TokenVerifierOptions {
+export function tokenVerifierOptions(config: SharedConfig): TokenVerifierOptions {
   return {
     jwksUrl: jwksUrlOf(config),
     issuer: config.JWT_ISSUER,
@@ -188,7 +188,7 @@ export function bearerToken(request: FastifyRequest): string | undefined {
  * first use, then per its cache and cooldown).
  */
 export function accessTokenVerifier(
-  config: PlatformConfig,
+  config: SharedConfig,
   localKeys?: () => JWTVerifyGetKey | undefined,
   revocations?: RevocationSet,
 ): TokenVerifier {

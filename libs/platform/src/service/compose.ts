@@ -10,7 +10,7 @@ import {
 } from '../auth/revocations.js';
 import { outboxBacklog, startOutboxRelay } from '../bus/outbox.js';
 import { trackOutboxBacklog } from '../metrics/metrics.js';
-import type { PlatformConfig } from '../config.js';
+import { unparsedVariables, type SharedConfig } from '../config.js';
 import { createHttpClients, type HttpClients } from '../clients/http-clients.js';
 import { inProcessClient, registerInternalRoutes, type InternalImplementation } from '../clients/internal-api.js';
 import { migrateService } from '../db/migrator.js';
@@ -60,7 +60,7 @@ function resolvingClient(methods: InternalApi['methods'], resolve: () => AnyClie
   return Object.fromEntries(Object.keys(methods).map((name) => [name, (input: unknown, authority?: CallAuthority) => resolve()[name]!(input, authority)]));
 }
 
-export function createServiceHub(config: PlatformConfig): ServiceHub {
+export function createServiceHub(config: SharedConfig): ServiceHub {
   const provided: Provided = {};
   const served = new Map<ServiceName, AnyClient>();
   const revocations = createRevocationSet();
@@ -121,6 +121,10 @@ export async function mountService(
   mode: ServiceContext['mode'],
   readiness: { checks?: Record<string, DependencyCheck>; processChecks?: Record<string, DependencyCheck> } = {},
 ): Promise<void> {
+  const unparsed = service.config ? unparsedVariables(service.config, deps.config) : [];
+  if (unparsed.length > 0) {
+    throw new Error(`${service.name}: the configuration was parsed without its schema (no ${unparsed.join(', ')}); parse it with loadConfig(env, [<its config>])`);
+  }
   await migrateService(deps.database, service, deps.logger);
   const relay = service.outbox ? startOutboxRelay({ database: deps.database, bus: deps.bus, schema: service.name, logger: deps.logger }) : undefined;
   if (relay) {
@@ -140,6 +144,7 @@ export async function mountService(
     const context: ServiceContext = {
       name: service.name,
       mode,
+      // Parsed with its schema (checked above): the shared variables and its own.
       config: deps.config,
       logger: deps.logger.child({ service: service.name }),
       database: deps.database,
@@ -165,7 +170,7 @@ export async function mountService(
  * One service as its own app (split mode, and service tests): its probes on /health/*, its
  * OpenAPI document on /openapi.json, and its routes. Peers are reached over HTTP.
  */
-export async function buildServiceApp(service: Service, deps: Dependencies, options: { hub?: ServiceHub } = {}): Promise<App> {
+export async function buildServiceApp<Own extends object>(service: Service<Own>, deps: Dependencies<SharedConfig & Own>, options: { hub?: ServiceHub } = {}): Promise<App> {
   const hub = options.hub ?? createServiceHub(deps.config);
   const app = await createApp({
     name: service.name,

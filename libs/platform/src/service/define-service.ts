@@ -1,16 +1,20 @@
 import type { Capabilities, InternalApi, ServiceClients, ServiceName } from '@app/contracts';
+import { z } from 'zod';
 import type { TokenVerifier } from '../auth/auth.js';
 import type { Bus } from '../bus/bus.js';
 import type { Cache } from '../cache/cache.js';
 import type { InternalImplementation } from '../clients/internal-api.js';
-import type { ConfigKey, PlatformConfig } from '../config.js';
+import type { ConfigSchema, SharedConfig } from '../config.js';
 import type { Database, SqlSession } from '../db/database.js';
 import type { DependencyCheck } from '../health/checks.js';
 import type { ApiTag, App } from '../http/app.js';
 import type { Logger } from '../logger.js';
 
-/** What a service's routes are built with: typed config, the ports, the verifier and its peers. */
-export interface ServiceContext {
+/**
+ * What a service's routes are built with: typed config (the shared variables and its own,
+ * `Own`), the ports, the verifier and its peers.
+ */
+export interface ServiceContext<Own extends object = object> {
   name: ServiceName;
   /**
    * `all-in-one`: mounted beside every other service in one instance, whose peers call it in
@@ -18,7 +22,7 @@ export interface ServiceContext {
    * own process (split mode), called over HTTP on its internal routes.
    */
   mode: 'all-in-one' | 'standalone';
-  config: PlatformConfig;
+  config: SharedConfig & Own;
   logger: Logger;
   database: Database;
   cache: Cache;
@@ -48,14 +52,17 @@ export interface ServiceContext {
 export type Provided = Partial<Capabilities>;
 
 /** A service, declared once; the kit runs it alone (`runService`) or beside the others (`buildPlatformApp`). */
-export interface Service {
+export interface Service<Own extends object = object> {
   name: ServiceName;
   /** One line for its OpenAPI document. */
   description: string;
   /** The tags of its public routes, described (the all-in-one documents every service's). */
   tags?: readonly ApiTag[];
-  /** Its own slice of the environment, validated besides SHARED_CONFIG when it runs alone. */
-  config?: readonly ConfigKey[];
+  /**
+   * Its own variables, parsed beside the shared ones (`sharedConfig`) in every mode: with the
+   * shared schema alone when it runs alone, with every service's in the all-in-one.
+   */
+  config?: ConfigSchema<Own>;
   /** Its Prisma Migrate folder, for its own tables; the kit's (outbox, idempotency) are not in it. */
   migrations?: string;
   /**
@@ -73,13 +80,27 @@ export interface Service {
   /** Dependencies its readiness reports: the database is required, the cache only degrades it. */
   checks: readonly ('database' | 'cache')[];
   /** Registers its routes on an encapsulated instance; runs once per process. */
-  routes(app: App, context: ServiceContext): Promise<void>;
+  routes(app: App, context: ServiceContext<Own>): Promise<void>;
 }
 
 /**
  * Declares a service. Its name is the registry's (`@app/contracts`), which also holds its
  * port, URL variable and public prefixes.
  */
-export function defineService(service: Service): Service {
+export function defineService<Own extends object = object>(service: Service<Own>): Service<Own> {
   return service;
+}
+
+/** What a service without variables of its own parses beside the shared ones: nothing. */
+const NO_OWN_CONFIG: ConfigSchema = z.object({});
+
+/** The config schema of each service of `Services`, typed with its own variables. */
+type SchemasOf<Services extends readonly Service[]> = { [K in keyof Services]: ConfigSchema<Services[K] extends Service<infer Own> ? Own : never> };
+
+/**
+ * The config schemas of `services`, in their order: what a process that runs all of them
+ * parses beside the shared one (`loadConfig(env, configSchemasOf(services))`).
+ */
+export function configSchemasOf<const Services extends readonly Service[]>(services: Services): SchemasOf<Services> {
+  return services.map((service) => service.config ?? NO_OWN_CONFIG) as SchemasOf<Services>;
 }

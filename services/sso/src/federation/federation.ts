@@ -1,14 +1,15 @@
 import { UpstreamError, type CredentialsClient, type IdentityClient } from '@app/contracts';
-import type { Cache, Logger, PlatformConfig } from '@app/platform';
+import type { Cache, Logger } from '@app/platform';
+import type { SsoConfig } from '../config.js';
 import { createAccountResolver } from './accounts.js';
 import { createGitHubProvider } from './github.js';
 import { createGoogleProvider } from './google.js';
 import { FederationError, newUpstreamChecks, UPSTREAM_TIMEOUT_MS, type FederationProvider, type ProviderId } from './provider.js';
 import { createUpstreamStateStore } from './state-store.js';
 
-/** The variables upstream sign-in reads (sso's config slice lists them). */
+/** The variables upstream sign-in reads. */
 export type FederationConfig = Pick<
-  PlatformConfig,
+  SsoConfig,
   | 'JWT_ISSUER'
   | 'GOOGLE_CLIENT_ID'
   | 'GOOGLE_CLIENT_SECRET'

@@ -1,4 +1,5 @@
-import { createPrismaClient, type Database, type Logger, type PlatformConfig } from '@app/platform';
+import { createPrismaClient, type Database, type Logger } from '@app/platform';
+import type { SsoConfig } from '../config.js';
 import { PrismaClient } from '../generated/prisma/client.js';
 import { createKeyEncryption } from './key-encryption.js';
 import { createKeyRepository } from './repository.js';
@@ -6,7 +7,7 @@ import { createKeyService, type KeyService } from './service.js';
 
 /** The key service as a deployment configures it; the app and the rotate command share it. */
 export function configuredKeyService(
-  config: PlatformConfig,
+  config: SsoConfig,
   database: Database,
   logger: Logger,
   prisma = createPrismaClient(PrismaClient, database),
