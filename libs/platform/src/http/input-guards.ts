@@ -100,8 +100,25 @@ export function forbiddenCharacterPaths(value: unknown): PropertyKey[][] {
   return found;
 }
 
+/**
+ * Whether `value` is clean, told without allocating, for what almost every request carries:
+ * nothing, or a flat object of strings and other scalars (path parameters, a query, a small
+ * body). False when it holds a forbidden character or nests (the full walk then decides).
+ */
+function isCleanFlat(value: unknown): boolean {
+  if (typeof value === 'string') return !hasForbiddenCharacter(value);
+  if (!isPlainObject(value)) return !Array.isArray(value);
+  for (const key in value) {
+    const child = value[key];
+    if (hasForbiddenCharacter(key)) return false;
+    if (typeof child === 'string' ? hasForbiddenCharacter(child) : typeof child === 'object' && child !== null) return false;
+  }
+  return true;
+}
+
 /** The 400 for the forbidden characters of one part of the request (`context`), if it holds any. */
 function forbiddenCharacterIn(context: string, value: unknown): RequestValidationError | undefined {
+  if (isCleanFlat(value)) return undefined;
   const paths = forbiddenCharacterPaths(value);
   return paths.length > 0 ? forbiddenCharacterError(context, paths) : undefined;
 }
