@@ -212,7 +212,10 @@ function hookExits(): void {
  * every time; lines gathered in an array are joined once per batch.
  */
 function bufferedStdout(): DestinationStream {
-  const out = pino.destination({ dest: 1, sync: false });
+  // Synchronous: a batch is one write(2), and a flush on the way out (a signal re-raised at
+  // once, an exit) is out before the process ends; an asynchronous write would still be
+  // waiting for libuv's thread pool then, and be lost.
+  const out = pino.destination({ dest: 1, sync: true });
   let lines: string[] = [];
   let size = 0;
   const flush = () => {
@@ -224,14 +227,7 @@ function bufferedStdout(): DestinationStream {
   };
   const timer = setInterval(flush, FLUSH_INTERVAL_MS);
   timer.unref();
-  exitFlushes.add(() => {
-    flush();
-    try {
-      out.flushSync();
-    } catch {
-      // Not open yet, or already closed: nothing more can be written at exit.
-    }
-  });
+  exitFlushes.add(flush);
   hookExits();
   return {
     write: (line: string) => {
