@@ -21,6 +21,7 @@ import {
   readJson,
   READY_BUDGET_MS,
   REAL,
+  SETTLE_BUDGET_MS,
   silentLogger,
   startTokenIssuer,
   testModes,
@@ -248,13 +249,22 @@ describe('standalone entries', () => {
       const ready = await waitForLog(child, (line) => String(line.msg).startsWith('platform ready on'));
       expect(ready.url).toBe(`http://127.0.0.1:${port}`);
       expect(listeningPorts(child.pid!).sort()).toEqual([port, managementPort].sort());
+      // Each wait is bounded, so a hang fails naming what it waited for (once, in CI, this test
+      // ran out of its whole budget with nothing to say; it has not been reproduced).
+      const get = (url: string) => fetch(url, { signal: AbortSignal.timeout(SETTLE_BUDGET_MS) });
       // Said ready only once it is: its readiness already 200.
-      expect((await fetch(`http://127.0.0.1:${port}/health/readiness`)).status).toBe(200);
-      expect((await fetch(`http://127.0.0.1:${managementPort}/metrics`)).status).toBe(200);
-      const response = await fetch(`http://127.0.0.1:${port}/api/v1/health/readiness`);
+      expect((await get(`http://127.0.0.1:${port}/health/readiness`)).status).toBe(200);
+      expect((await get(`http://127.0.0.1:${managementPort}/metrics`)).status).toBe(200);
+      const response = await get(`http://127.0.0.1:${port}/api/v1/health/readiness`);
       expect(response.status).toBe(200);
       expect(Object.keys((await readJson(response)).services).sort()).toEqual([...DOMAIN_SERVICES].sort());
-      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      const exited = new Promise<number | null>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`the all-in-one did not exit within ${SETTLE_BUDGET_MS} ms of SIGTERM`)), SETTLE_BUDGET_MS);
+        child.once('exit', (code) => {
+          clearTimeout(timer);
+          resolve(code);
+        });
+      });
       child.kill('SIGTERM');
       expect(await exited).toBe(0);
     } finally {
