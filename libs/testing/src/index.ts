@@ -172,7 +172,9 @@ export async function freePort(): Promise<number> {
 export async function occupyPorts(ports: readonly number[]): Promise<{ release(): Promise<void> }> {
   const servers: NetServer[] = [];
   for (const port of ports) {
-    const server = createNetServer();
+    // A connection someone makes to a held port is closed at once: left open, it would keep
+    // `release` (server.close) waiting for the stranger, and the stranger waiting for an answer.
+    const server = createNetServer((socket) => socket.destroy());
     const taken = await new Promise<boolean>((resolve) => {
       server.once('error', () => resolve(false));
       server.listen(port, '0.0.0.0', () => resolve(true));
