@@ -403,3 +403,27 @@ export async function holdRowLocks(databaseUrl: string, select: string, params: 
   };
   return { release: () => end('commit'), rollback: () => end('rollback') };
 }
+
+/** What `injectJson` answers: the status, the headers, the raw text and the parsed JSON body (if any). */
+export interface InjectedAnswer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  text: string;
+  body: Json | undefined;
+}
+
+/** One request through `app.inject`, with an optional bearer token and JSON body; the answer parsed. */
+export async function injectJson(
+  app: { inject: (options: { method: 'GET' | 'POST' | 'PUT' | 'DELETE'; url: string; headers: Record<string, string>; payload?: Json }) => PromiseLike<{ statusCode: number; headers: Record<string, string | string[] | number | undefined>; body: string; json(): unknown }> },
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+  url: string,
+  options: { token?: string; body?: unknown; headers?: Record<string, string> } = {},
+): Promise<InjectedAnswer> {
+  const response = await app.inject({
+    method,
+    url,
+    headers: { ...(options.token ? { authorization: `Bearer ${options.token}` } : {}), ...options.headers },
+    ...(options.body === undefined ? {} : { payload: options.body as Json }),
+  });
+  return { status: response.statusCode, headers: response.headers as InjectedAnswer['headers'], text: response.body, body: response.body ? (response.json() as Json) : undefined };
+}

@@ -18,7 +18,10 @@ export const skippedTitle = (name: string, reason: string) => `${name} [skipped:
 // stays importable by a script (the bench) that never skips anything.
 const jestGlobals = () => globalThis as unknown as { describe: typeof Describe; it: typeof It };
 
-/** `describe` where `condition` holds; elsewhere the block is skipped, its title saying `reason`. */
+/**
+ * `describe` where `condition` holds; elsewhere the block is skipped, its title saying `reason`.
+ * This is the one place a suite skips: the reporter lists each skip under its reason.
+ */
 export function describeIf(condition: unknown, reason: string): (name: string, suite: () => void) => void {
   return (name, suite) => (condition ? jestGlobals().describe(name, suite) : jestGlobals().describe.skip(skippedTitle(name, reason), suite));
 }

@@ -15,6 +15,7 @@ import {
   type DirectoryDouble,
   type Json,
   type TokenIssuer,
+  injectJson,
 } from '@app/testing';
 import { credentialsConfig, credentialsService } from '../src/index.js';
 
@@ -35,15 +36,7 @@ describe.each(testModes())('credentials through app.inject (%s)', (mode) => {
   /** sso's own service token: the only caller internal routes answer. */
   let platform: string;
 
-  const call = async (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, options: { token?: string; body?: unknown; headers?: Record<string, string> } = {}) => {
-    const response = await app.inject({
-      method,
-      url,
-      headers: { ...(options.token ? { authorization: `Bearer ${options.token}` } : {}), ...options.headers },
-      ...(options.body === undefined ? {} : { payload: options.body as Json }),
-    });
-    return { status: response.statusCode, headers: response.headers, text: response.body, body: response.body ? (response.json() as Json) : undefined };
-  };
+  const call = (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, options?: Parameters<typeof injectJson>[3]) => injectJson(app, method, url, options);
   const create = (body: Json, token = admin) => call('POST', '/api/v1/credentials', { token, body });
   const internal = (path: string, body: Json, token = platform) => call('POST', path, { token, body });
   /** A new identity that identity knows, and a token of its own. */

@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { identityApi } from '@app/contracts';
 import { buildServiceApp, type App } from '@app/platform';
-import { answerRevocationsAsSso, openTestDependencies, startTokenIssuer, testModes, type Json, type TokenIssuer } from '@app/testing';
+import { answerRevocationsAsSso, openTestDependencies, startTokenIssuer, testModes, type Json, type TokenIssuer, injectJson } from '@app/testing';
 import { identityConfig, identityService } from '../src/index.js';
 
 /** What a strong entity tag of the kit looks like: 22 base64url characters, quoted, no W/. */
@@ -20,15 +20,7 @@ describe.each(testModes())('identity through app.inject (%s)', (mode) => {
   /** sso's own service token: the only caller internal routes answer. */
   let platform: string;
 
-  const call = async (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, options: { token?: string; body?: unknown; headers?: Record<string, string> } = {}) => {
-    const response = await app.inject({
-      method,
-      url,
-      headers: { ...(options.token ? { authorization: `Bearer ${options.token}` } : {}), ...options.headers },
-      ...(options.body === undefined ? {} : { payload: options.body as Json }),
-    });
-    return { status: response.statusCode, headers: response.headers, text: response.body, body: response.body ? (response.json() as Json) : undefined };
-  };
+  const call = (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, options?: Parameters<typeof injectJson>[3]) => injectJson(app, method, url, options);
   /** A new identity with a unique email, and a token of its own. */
   const register = async (name = 'Someone', token?: string, extra: Json = {}) => {
     const reply = await call('POST', '/api/v1/identity', { token, body: { name, email: `${name.toLowerCase()}-${randomUUID()}@example.com`, ...extra } });
