@@ -17,6 +17,15 @@ export const SERVICES = {
 
 export type ServiceName = keyof typeof SERVICES;
 
+/** The variable that tells where a service is (`IDENTITY_URL`, ...), one per service of the registry. */
+export type ServiceUrlVariable = (typeof SERVICES)[ServiceName]['urlVariable'];
+
+/**
+ * The service that signs every access token, and the path of its public keys (JWKS) on it:
+ * where every verifier of the platform fetches them, unless JWKS_URL says otherwise.
+ */
+export const TOKEN_ISSUER = { service: 'sso', jwksPath: '/api/v1/sso/jwks' } as const satisfies { service: ServiceName; jwksPath: string };
+
 export const SERVICE_NAMES = Object.keys(SERVICES) as ServiceName[];
 
 /**

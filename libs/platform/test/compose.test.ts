@@ -298,3 +298,46 @@ describe('buildPlatformApp', () => {
     expect(ready.json()).toMatchObject({ service: 'platform', dependencies: { database: { status: 'connected' }, cache: { status: 'connected' } } });
   });
 });
+
+describe("a service's housekeeping", () => {
+  it('runs its timers (a failed run does not stop the next) and bus subscriptions while it runs, and stops both when it closes', async () => {
+    const deps = await openTestDependencies('embedded', { JWKS_URL: issuer.jwksUrl });
+    const runs: string[] = [];
+    const heard: unknown[] = [];
+    const housekeeper = defineService({
+      name: 'crud',
+      description: 'housekeeper',
+      checks: [],
+      routes: async (_scope, context) => {
+        context.every('sweeping', 5, async () => {
+          runs.push('sweep');
+          throw new Error('the sweep failed');
+        });
+        await context.subscribe('housekeeping.>', async (message) => void heard.push(message.data), { broadcast: true });
+        await context.respond('housekeeping.ask', async (question) => ({ answer: question }));
+      },
+    });
+    const app = await buildServiceApp(housekeeper, deps);
+    try {
+      await waitFor(() => runs.length >= 2);
+      await deps.bus.publish('housekeeping.done', { n: 1 });
+      await waitFor(() => heard.length === 1);
+      expect(heard).toEqual([{ n: 1 }]);
+      expect(await deps.bus.request('housekeeping.ask', 42)).toEqual({ answer: 42 });
+    } finally {
+      await app.close();
+    }
+    const runsAtClose = runs.length;
+    await deps.bus.publish('housekeeping.done', { n: 2 });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(runs.length).toBe(runsAtClose);
+    expect(heard).toEqual([{ n: 1 }]);
+    await expect(deps.bus.request('housekeeping.ask', 1)).rejects.toThrow(/no responder/);
+    await deps.dispose();
+  });
+});
+
+/** Waits for `condition`, polling; the suite's own timeout bounds it. */
+async function waitFor(condition: () => boolean): Promise<void> {
+  while (!condition()) await new Promise((resolve) => setTimeout(resolve, 5));
+}

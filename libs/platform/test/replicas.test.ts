@@ -17,7 +17,7 @@ describe('service replicas', () => {
     }
   });
 
-  it("points verifiers at the JWKS of each of sso's replicas", () => {
+  it("points verifiers at the JWKS of each of the token issuer's replicas", () => {
     const config = loadConfig({ SSO_URL: 'http://127.0.0.1:3103,http://127.0.0.1:3203' });
     expect(jwksUrlOf(config)).toBe('http://127.0.0.1:3103/api/v1/sso/jwks,http://127.0.0.1:3203/api/v1/sso/jwks');
   });

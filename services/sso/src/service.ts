@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { LIVE_REVOCATIONS_REQUEST, liveRevocationsRequestSchema } from '@app/contracts';
 import { createPrismaClient, defineService, parseTrustedProxies, type Service } from '@app/platform';
-import { startAdminBootstrap, DEV_ADMIN_EMAIL } from './bootstrap/admin.js';
+import { registerAdminBootstrap } from './bootstrap/admin.js';
 import { subscribeToCredentialEvents } from './events/credential-events.js';
 import { subscribeToIdentityEvents } from './events/identity-events.js';
 import { createAuthorizationCodeGrant } from './browser/code-grant.js';
@@ -42,13 +42,6 @@ export interface SsoOptions {
   announce?: (message: string) => void;
 }
 
-/**
- * Whether sso makes the development admin (admin@localhost, its generated password printed
- * once) when no BOOTSTRAP_ADMIN_* is set: in the all-in-one, and in development (split mode
- * on one machine, compose), never with NODE_ENV=production or test.
- */
-const generatesDevAdmin = (config: { ALL_IN_ONE: boolean; NODE_ENV: string }) => config.ALL_IN_ONE || config.NODE_ENV === 'development';
-
 /** sso: signing keys, JWKS, the OAuth 2 token endpoint and the first administrator. */
 export function createSsoService(options: SsoOptions = {}): Service<SsoOwnConfig> {
   return defineService({
@@ -67,7 +60,7 @@ export function createSsoService(options: SsoOptions = {}): Service<SsoOwnConfig
     // Client registration takes an Idempotency-Key.
     idempotency: true,
     checks: ['database'],
-    routes: async (app, { mode, config, logger, database, cache, bus, clients, provide, verifier, eventsCommitted, addReadinessCheck }) => {
+    routes: async (app, { mode, config, logger, database, cache, bus, clients, provide, verifier, eventsCommitted, addReadinessCheck, every, subscribe, respond }) => {
       const prisma = createPrismaClient(PrismaClient, database);
       app.addHook('onClose', () => prisma.$disconnect());
       const keys = configuredKeyService(config, database, logger, prisma);
@@ -97,7 +90,7 @@ export function createSsoService(options: SsoOptions = {}): Service<SsoOwnConfig
       // What every verifier seeds its revocations from: this process's in process, the others over the bus.
       const liveRevocations = liveRevocationsOf(repository);
       provide({ liveRevocations });
-      const revocationsResponder = await bus.respond(LIVE_REVOCATIONS_REQUEST, (request) => liveRevocations(liveRevocationsRequestSchema.parse(request)));
+      await respond(LIVE_REVOCATIONS_REQUEST, (request) => liveRevocations(liveRevocationsRequestSchema.parse(request)));
       // API key verdicts and identities by id, from memory while provably unchanged (see grant-cache.ts).
       const grantCache = await createGrantCache({ credentials: clients.credentials, identities: clients.identity, cache, bus, logger });
       app.addHook('onClose', () => grantCache.stop());
@@ -151,63 +144,14 @@ export function createSsoService(options: SsoOptions = {}): Service<SsoOwnConfig
       // Upstream sign-in (Google, GitHub): its callbacks end in `browser.completeSignIn` or `browser.renderSignInError`.
       await federationRoutes(app, { federation, browser, logger });
 
-      const subscriptions = [
-        await subscribeToCredentialEvents({ bus, logger, revoker }),
-        await subscribeToIdentityEvents({ bus, logger, revoker }),
-      ];
+      await subscribeToCredentialEvents({ subscribe, logger, revoker });
+      await subscribeToIdentityEvents({ subscribe, logger, revoker });
       // Every replica checks; the key lock and the newest key's age make only one of them rotate.
-      const rotationCheckMs = Math.min((config.SSO_KEY_ROTATION_INTERVAL_SECONDS * 1000) / 4, ROTATION_CHECK_MAX_MS);
-      const rotation = setInterval(() => {
-        keys.rotateIfDue().catch((error: unknown) => logger.error({ err: error }, 'scheduled key rotation failed'));
-      }, rotationCheckMs);
-      rotation.unref();
+      every('scheduled key rotation', Math.min((config.SSO_KEY_ROTATION_INTERVAL_SECONDS * 1000) / 4, ROTATION_CHECK_MAX_MS), () => keys.rotateIfDue());
       // A used code is kept as long as the tokens it bought may be refreshed: its reuse still revokes them.
-      const purge = setInterval(() => {
-        const before = new Date(Date.now() - config.REFRESH_TOKEN_TTL_SECONDS * 1000);
-        browserRepository.purge(before).catch((error: unknown) => logger.warn({ err: error }, 'purging finished authorization requests failed'));
-        repository.pruneRevocations(Math.floor(Date.now() / 1000)).catch((error: unknown) => logger.warn({ err: error }, 'pruning expired revocations failed'));
-      }, PURGE_INTERVAL_MS);
-      purge.unref();
-
-      const adminEmail = config.BOOTSTRAP_ADMIN_EMAIL ?? (generatesDevAdmin(config) ? DEV_ADMIN_EMAIL : undefined);
-      let bootstrap: ReturnType<typeof startAdminBootstrap> | undefined;
-      if (adminEmail) {
-        let adminPresent = false;
-        // Ready once the first admin can sign in. Required in the all-in-one, whose one probe
-        // says the platform serves every flow; in split mode sso's own probe leaves it out (the
-        // bootstrap needs identity and credentials, which need sso's JWKS, served once ready)
-        // and only reports it, so the platform's aggregated readiness waits for it.
-        addReadinessCheck('bootstrapAdmin', {
-          required: mode === 'all-in-one',
-          probe: async () => {
-            if (!adminPresent) throw new Error('the bootstrap admin does not exist yet');
-            return {};
-          },
-        });
-        // Once listening: in split mode identity and credentials verify sso's system token
-        // against sso's JWKS, which it serves only then. The bootstrap retries until they answer.
-        app.addHook('onListen', async () => {
-          bootstrap ??= startAdminBootstrap({
-            identities: clients.identity,
-            credentials: clients.credentials,
-            logger,
-            email: adminEmail,
-            password: config.BOOTSTRAP_ADMIN_PASSWORD,
-            announce: options.announce ?? ((message) => console.log(message)),
-          });
-          void bootstrap.done.then((outcome) => {
-            adminPresent = outcome === 'created' || outcome === 'exists';
-          });
-        });
-      } else {
-        logger.info('no bootstrap admin: set BOOTSTRAP_ADMIN_EMAIL and BOOTSTRAP_ADMIN_PASSWORD to have sso create the first admin');
-      }
-      app.addHook('onClose', async () => {
-        clearInterval(rotation);
-        clearInterval(purge);
-        bootstrap?.stop();
-        await Promise.all([...subscriptions, revocationsResponder].map((subscription) => subscription.unsubscribe()));
-      });
+      every('purging finished authorization requests', PURGE_INTERVAL_MS, () => browserRepository.purge(new Date(Date.now() - config.REFRESH_TOKEN_TTL_SECONDS * 1000)));
+      every('pruning expired revocations', PURGE_INTERVAL_MS, () => repository.pruneRevocations(Math.floor(Date.now() / 1000)));
+      registerAdminBootstrap(app, { mode, config, clients, logger, addReadinessCheck, announce: options.announce });
     },
   });
 }

@@ -16,7 +16,7 @@ export interface Principal {
 }
 
 export interface TokenVerifierOptions {
-  /** sso's JWKS; several URLs separated by commas are its replicas, asked in turn. */
+  /** The token issuer's JWKS; several URLs separated by commas are its replicas, asked in turn. */
   jwksUrl: string;
   issuer: string;
   audience: string;
@@ -29,9 +29,9 @@ export interface TokenVerifierOptions {
 }
 
 /**
- * The verifier options a deployment configures: sso's JWKS, issuer, audience, clock tolerance
- * and JWKS cooldown. Every verifier must use the configured cooldown, because sso publishes a
- * new key SSO_KEY_ACTIVATION_DELAY_SECONDS (longer than the cooldown) before signing with it.
+ * The verifier options a deployment configures: the token issuer's JWKS, issuer, audience,
+ * clock tolerance and JWKS cooldown. Every verifier must use the configured cooldown, because
+ * the issuer publishes a new key a delay longer than the cooldown before signing with it.
  */
 export function tokenVerifierOptions(config: SharedConfig): TokenVerifierOptions {
   return {
@@ -43,7 +43,7 @@ export function tokenVerifierOptions(config: SharedConfig): TokenVerifierOptions
   };
 }
 
-/** Only sso's algorithm. Pinning it rules out `none` and HS256-with-the-public-key forgeries. */
+/** Only the token issuer's algorithm. Pinning it rules out `none` and HS256-with-the-public-key forgeries. */
 export const ACCESS_TOKEN_ALGORITHMS = ['ES256'];
 /** A real access token is well under 2 KB; anything far larger is rejected before parsing. */
 const MAX_TOKEN_LENGTH = 8_192;
@@ -78,7 +78,7 @@ export interface TokenVerifier {
   remembered?(token: string): Principal | undefined;
 }
 
-/** sso's JWKS over HTTP, cached, refetched on an unknown `kid` at most once per cooldown. */
+/** The token issuer's JWKS over HTTP, cached, refetched on an unknown `kid` at most once per cooldown. */
 function remoteKeySet(options: TokenVerifierOptions): JWTVerifyGetKey {
   const urls = replicaUrls(options.jwksUrl);
   const replicas = urls.length > 1 ? roundRobin(urls) : undefined;
@@ -86,13 +86,13 @@ function remoteKeySet(options: TokenVerifierOptions): JWTVerifyGetKey {
     cooldownDuration: options.cooldownMs ?? 30_000,
     cacheMaxAge: options.cacheMaxAgeMs ?? 600_000,
     timeoutDuration: 5_000,
-    // sso's replicas serve one key set: any reachable one answers for all.
+    // The issuer's replicas serve one key set: any reachable one answers for all.
     ...(replicas && { [customFetch]: (_url: string, init: RequestInit) => replicas((url) => fetch(url, init)) }),
   });
 }
 
 /**
- * Verifies sso's access tokens against its JWKS (cached; refetched on an unknown `kid` at
+ * Verifies the platform's access tokens against its JWKS (cached; refetched on an unknown `kid` at
  * most once per cooldown). Requires `exp`, checks `iss` and `aud`, pins ES256, and never
  * trusts keys named by the token itself (`jku`, `x5u`, embedded `jwk`).
  */
@@ -114,7 +114,7 @@ export function createTokenVerifier(options: TokenVerifierOptions, keys?: JWTVer
         if (claims.iat > Date.now() / 1000 + (options.clockToleranceSeconds ?? 30)) throw invalidToken();
         return { id: claims.sub, roles: claims.roles, claims };
       } catch (error) {
-        // Keys that cannot be read now (sso's key table with the database down, its JWKS
+        // Keys that cannot be read now (the issuer's key table with the database down, its JWKS
         // unreachable) say nothing about the token: 503 and retry, never a 401.
         if (isDependencyUnavailable(error)) throw error;
         throw invalidToken();
@@ -180,11 +180,11 @@ export function bearerToken(request: FastifyRequest): string | undefined {
 
 
 /**
- * The verifier a deployment uses, one per process, at the edge and in every service: sso's
+ * The verifier a deployment uses, one per process, at the edge and in every service: the issuer's
  * keys, and verified tokens remembered until their `exp` (VERIFIED_TOKEN_CACHE_MAX), so a hot
  * path pays for one signature check per token, then checked against the process's revocations
- * (see revocations.ts). Where sso runs in the same process, `localKeys`
- * hands over its key table and no JWKS is ever fetched; elsewhere sso's JWKS is fetched (on
+ * (see revocations.ts). Where the issuer runs in the same process, `localKeys`
+ * hands over its key table and no JWKS is ever fetched; elsewhere its JWKS is fetched (on
  * first use, then per its cache and cooldown).
  */
 export function accessTokenVerifier(
@@ -208,7 +208,7 @@ const SYSTEM_SUBJECT = '00000000-0000-0000-0000-000000000000';
 
 /**
  * The caller of an in-process call from another service of the same process (the all-in-one):
- * trusted as `system`, exactly as the same call over HTTP carries sso's system token.
+ * trusted as `system`, exactly as the same call over HTTP carries the issuer's system token.
  */
 export function systemPrincipal(service: string): Principal {
   const now = Math.floor(Date.now() / 1000);

@@ -79,25 +79,25 @@ export function createRevocationSet(): RevocationSet {
 /** How often expired entries are dropped: memory only; an expired entry never changes an answer. */
 const PRUNE_INTERVAL_MS = 60_000;
 /**
- * While sso cannot answer (down, unreachable, its database down), seeding is retried, soon at
- * first (a process started beside sso is ready once sso is) and then at most this often.
+ * While the token issuer cannot answer (down, unreachable, its database down), seeding is retried, soon at
+ * first (a process started beside it is ready once it is) and then at most this often.
  */
 const SEED_RETRY_MAX_MS = 2_000;
 const SEED_RETRY_FIRST_MS = 250;
 
 /**
- * Where a verifier reads the live revocations, a page at a time: sso's own record (its
- * database), in process where sso runs in this process, over the bus everywhere else.
+ * Where a verifier reads the live revocations, a page at a time: the token issuer's own record (its
+ * database), in process where the issuer runs in this process, over the bus everywhere else.
  */
 export type RevocationSource = (request: LiveRevocationsRequest) => Promise<LiveRevocationsPage>;
 
-/** sso's record over the bus: whichever sso replica answers LIVE_REVOCATIONS_REQUEST. */
+/** The issuer's record over the bus: whichever of its replicas answers LIVE_REVOCATIONS_REQUEST. */
 export function busRevocationSource(bus: Bus): RevocationSource {
   return async (request) => {
     try {
       return liveRevocationsPageSchema.parse(await bus.request(LIVE_REVOCATIONS_REQUEST, request));
     } catch (error) {
-      // An in-process bus reaches no other process: with no sso on it there is none to ask,
+      // An in-process bus reaches no other process: with no issuer on it there is none to ask,
       // and no revocation to hear either (a service run alone in a test).
       if (bus.kind === 'local' && error instanceof NoResponderError) return { revocations: [] };
       throw error;
@@ -106,7 +106,7 @@ export function busRevocationSource(bus: Bus): RevocationSource {
 }
 
 export interface RevocationFeed {
-  /** Whether the set was seeded from sso once: until then the process must not be ready. */
+  /** Whether the set was seeded from the token issuer once: until then the process must not be ready. */
   readonly seeded: boolean;
   /** Reads every live revocation from the source into the set; false when it could not. */
   seed(): Promise<boolean>;
@@ -122,12 +122,12 @@ function revocationOf(data: unknown, logger: Logger): RevocationEvent | undefine
 }
 
 /**
- * Keeps `set` current for one process: seeded from sso's record of live revocations (the
- * cache holds none: a cache restarted empty forgets nothing), then fed by sso's broadcast on
+ * Keeps `set` current for one process: seeded from the token issuer's record of live revocations (the
+ * cache holds none: a cache restarted empty forgets nothing), then fed by the issuer's broadcast on
  * the bus, and re-seeded each time the bus reconnects, which catches up whatever was
  * published while it was down. Entries only ever grow a cut-off, so a seed and events applied
  * in any order give the same set. Resolves once the first seed was tried: a verifier that
- * starts after a revocation refuses the token from its first request. While sso cannot
+ * starts after a revocation refuses the token from its first request. While the issuer cannot
  * answer, seeding is retried in the background and `seeded` stays false.
  */
 export async function startRevocationFeed(options: {
@@ -153,11 +153,11 @@ export async function startRevocationFeed(options: {
       }
     } catch (error) {
       // Said once per outage, not once per retry.
-      if (!failing) logger.warn({ err: error }, 'revocations could not be read from sso; retrying');
+      if (!failing) logger.warn({ err: error }, 'revocations could not be read from the token issuer; retrying');
       failing = true;
       return false;
     }
-    if (failing) logger.info('revocations read from sso again');
+    if (failing) logger.info('revocations read from the token issuer again');
     failing = false;
     seeded = true;
     return true;
@@ -204,11 +204,11 @@ export async function startRevocationFeed(options: {
   };
 }
 
-/** Readiness: a verifier that could not read sso's revocations yet may accept a revoked token. */
+/** Readiness: a verifier that could not read the issuer's revocations yet may accept a revoked token. */
 export const revocationsCheck = (feed: () => RevocationFeed | undefined): DependencyCheck => ({
   required: true,
   probe: async () => {
-    if (!feed()?.seeded) throw new Error('revocations not read from sso yet');
+    if (!feed()?.seeded) throw new Error('revocations not read from the token issuer yet');
     return {};
   },
 });

@@ -10,9 +10,9 @@ import { bearerToken, forbidden, invalidToken, missingToken, type Principal, typ
  * - `optional`: anyone, but a bearer token that is sent must be valid (it may grant more).
  * - `authenticated`: a valid bearer token.
  * - `{ roles }`: a valid bearer token carrying at least one of these roles (else 403).
- * - `platform`: a token of the platform's own services (sso's system token, subject
+ * - `platform`: a token of the platform's own services (the token issuer's system token, subject
  *   `service:<name>`, role `system`), never an identity's, whatever roles an admin gave it:
- *   internal routes, which the gateway never routes, answer only their peers (else 403).
+ *   internal routes, which the edge never routes, answer only their peers (else 403).
  * A route that declares nothing is `authenticated`: forgetting is never an open door.
  */
 export type RouteAuth = 'public' | 'optional' | 'authenticated' | 'platform' | { roles: readonly string[] };
@@ -21,7 +21,7 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     auth?: RouteAuth;
     /**
-     * A route that passes requests on to another app (the gateway's proxies) says here what
+     * A route that passes requests on to another app (an edge's proxies) says here what
      * the route each request reaches there declares: the edge asks it instead of the route's
      * own `auth`. Undefined, a route nobody declared, needs a token.
      */
@@ -36,7 +36,7 @@ declare module 'fastify' {
 export interface RouteAuthOptions {
   verifier: TokenVerifier;
   /**
-   * Also act as the edge (the gateway, or the all-in-one which is its own edge): a request
+   * Also act as the edge (a process in front of the others, or one that runs them all and is its own edge): a request
    * needs a valid token unless the route it reaches declares itself `public` or `optional`
    * (for a proxied request, the route of the service behind: `forwardedAuth`). A path no
    * route matches needs one too, so the edge never reveals what exists.
@@ -101,7 +101,7 @@ export function principalOf(request: FastifyRequest): Principal {
 /** The subjects of the platform's own service tokens: no identity has one (identities are UUIDs). */
 export const PLATFORM_SERVICE_SUBJECT_PREFIX = 'service:';
 
-/** A token sso minted for one of the platform's services, not for an identity. */
+/** A token the issuer minted for one of the platform's services, not for an identity. */
 export const isPlatformService = (principal: Principal): boolean =>
   principal.id.startsWith(PLATFORM_SERVICE_SUBJECT_PREFIX) && principal.roles.includes('system');
 

@@ -4,7 +4,7 @@ import type { Logger } from '../logger.js';
 
 /**
  * One value in the shared cache that changes whenever anything a sign-in decision reads
- * changes (a credential updated or revoked, an identity updated): sso's process-local caches
+ * changes (a credential updated or revoked, an identity updated): the token issuer's process-local caches
  * of those decisions are valid only while it is unchanged. The writer replaces it after its
  * change committed and before it answers, so a grant that starts after the answer never uses
  * what was cached before the change, in any replica (read-your-writes, as with no cache).

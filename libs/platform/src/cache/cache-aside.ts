@@ -33,7 +33,7 @@ export interface CacheAsideOptions {
   /** Seconds a value (and a stamp) lives. */
   ttlSeconds: number;
   logger: Logger;
-  /** Names the cache user in the outage's log lines (a domain, `identity`). */
+  /** Names the cache user in the outage's log lines (a domain, `orders`). */
   name: string;
   onHit?: () => void;
   onMiss?: () => void;

@@ -32,7 +32,7 @@ export interface Cache {
   /**
    * Adds `member` to the set at `key` until `expiresAt` (epoch seconds); members past their
    * expiry are dropped, and the set goes with its last member. For small registries that
-   * every process reads whole (sso's revocations), never for per-request data.
+   * every process reads whole (the token issuer's revocations), never for per-request data.
    */
   addExpiring(key: string, member: string, expiresAt: number): Promise<void>;
   /** The members of the set at `key` that have not expired, in no particular order. */

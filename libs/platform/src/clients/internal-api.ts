@@ -43,7 +43,7 @@ export async function registerInternalRoutes<Api extends InternalApi>(app: App, 
       {
         config: { auth: 'platform' },
         schema: {
-          // Not routed by the gateway, so not part of the public document either.
+          // Not routed by the edge, so not part of the public document either.
           hide: true,
           tags: ['Internal'],
           summary: method.summary,

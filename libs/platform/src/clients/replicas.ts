@@ -1,5 +1,5 @@
 /**
- * A service's URL variable (IDENTITY_URL, CRUD_URL, ...) names one URL, or several separated by
+ * A service's URL variable (the registry's `<NAME>_URL`) names one URL, or several separated by
  * commas: the replicas of that service when no load balancer stands in front of them (split
  * mode on one machine, `npm run start:split -- --replicas 2`). On Kubernetes it is one URL, the
  * Service's, and the cluster balances. Every caller of a service reads the list here and skips

@@ -1,4 +1,4 @@
-import { DOMAIN_SERVICES, SERVICE_NAMES, SERVICES, type ServiceName } from '@app/contracts';
+import { DOMAIN_SERVICES, SERVICE_NAMES, SERVICES, TOKEN_ISSUER, type ServiceName, type ServiceUrlVariable } from '@app/contracts';
 import { z } from 'zod';
 import { replicaUrls } from '../clients/replicas.js';
 import { parseTrustedProxies } from '../http/client-address.js';
@@ -10,6 +10,14 @@ export const DEFAULT_PORTS = Object.fromEntries(SERVICE_NAMES.map((name) => [nam
 };
 
 export { DOMAIN_SERVICES, type ServiceName };
+
+/**
+ * Where each service is (its replicas), for the kit's clients of its peers and the edge's
+ * routes: the registry's `<NAME>_URL` of every service, by default its own port on loopback.
+ */
+const serviceUrls = Object.fromEntries(SERVICE_NAMES.map((name) => [SERVICES[name].urlVariable, serviceUrl(SERVICES[name].port)])) as {
+  [Variable in ServiceUrlVariable]: ReturnType<typeof serviceUrl>;
+};
 
 /**
  * Variables every process reads, whatever it runs: logging, where it listens, the backing
@@ -67,7 +75,7 @@ export const sharedConfig = z.object({
     })
     .optional(),
 
-  /** The domain services of the platform: the ones the all-in-one runs, the health report and the gateway's routes cover. */
+  /** The domain services of the platform: the ones the all-in-one runs, the health report and the edge's routes cover. */
   PLATFORM_SERVICES: z
     .string()
     .transform((value) => value.split(',').map((name) => name.trim()).filter(Boolean))
@@ -75,37 +83,31 @@ export const sharedConfig = z.object({
     .optional()
     .transform((names) => names ?? [...DOMAIN_SERVICES]),
 
-  /** Where each service is (its replicas), for the kit's clients of its peers and the gateway's routes. */
-  GATEWAY_URL: serviceUrl(DEFAULT_PORTS.gateway),
-  IDENTITY_URL: serviceUrl(DEFAULT_PORTS.identity),
-  CREDENTIALS_URL: serviceUrl(DEFAULT_PORTS.credentials),
-  SSO_URL: serviceUrl(DEFAULT_PORTS.sso),
-  CRUD_URL: serviceUrl(DEFAULT_PORTS.crud),
-  HEALTH_URL: serviceUrl(DEFAULT_PORTS.health),
+  ...serviceUrls,
 
-  /** `iss` of every access token: sso signs with it, every verifier requires it. */
+  /** `iss` of every access token: the token issuer signs with it, every verifier requires it. */
   JWT_ISSUER: z.string().min(1).default('http://localhost:3000'),
   /** `aud` of every access token. */
   JWT_AUDIENCE: z.string().min(1).default('api-platform'),
-  /** Where verifiers fetch sso's public keys; defaults to sso's JWKS route on SSO_URL. */
+  /** Where verifiers fetch the token issuer's public keys; defaults to its JWKS route on its URL variable (the registry's TOKEN_ISSUER). */
   JWKS_URL: urlWithProtocols(['http', 'https']).optional(),
 
   /** Accepted clock difference between a token's signer and its verifiers. */
   JWT_CLOCK_TOLERANCE_SECONDS: wholeNumber('a whole number of seconds from 0 to 300', 0, 300).default(30),
   /**
    * Least time between two JWKS fetches a verifier makes because of an unknown `kid`: bounds
-   * what a flood of forged tokens can cost. sso waits longer than this before signing with a
-   * new key (SSO_KEY_ACTIVATION_DELAY_SECONDS), so every verifier can fetch it first.
+   * what a flood of forged tokens can cost. The token issuer must wait longer than this before
+   * signing with a new key, so every verifier can fetch it first.
    */
   JWKS_COOLDOWN_SECONDS: positiveInt('a whole number of seconds, at least 1').default(30),
-  /** Verified tokens each verifier (gateway and services) remembers until their `exp`; 0 verifies every request anew. */
+  /** Verified tokens each verifier (the edge and every service) remembers until their `exp`; 0 verifies every request anew. */
   VERIFIED_TOKEN_CACHE_MAX: wholeNumber('a whole number of entries, 0 or more', 0).default(10_000),
   /**
    * Peers whose `X-Forwarded-For` this process believes: comma-separated IPs, CIDRs or the
    * names loopback, linklocal, uniquelocal; `none` (the default) trusts nobody, so no client
-   * can choose the address it is throttled under. At the edge (gateway, all-in-one) name the
-   * load balancer in front, if any; behind the gateway (split mode) name the gateway's
-   * address or network (deploy/ and docker-compose.yml do).
+   * can choose the address it is throttled under. At the edge name the load balancer in
+   * front, if any; behind the edge (split mode) name the edge's address or network (deploy/
+   * and docker-compose.yml do).
    */
   TRUST_PROXY: z
     .string()
@@ -123,7 +125,7 @@ export const sharedConfig = z.object({
   /** `off` serves no /metrics and records no request histogram (Prometheus exposition, on by default). */
   METRICS: z.enum(['on', 'off']).default('on'),
   /**
-   * The management port: /metrics, apart from the public PORT so no gateway route or Ingress
+   * The management port: /metrics, apart from the public PORT so no edge route or Ingress
    * reaches it (9464, the Prometheus exporter port OpenTelemetry's SDKs use). 0 picks a free
    * one, as PORT=0 does (runtime.ts).
    */
@@ -131,7 +133,7 @@ export const sharedConfig = z.object({
   /**
    * Origins browsers may call the API from, comma-separated, each exactly `scheme://host[:port]`
    * (what a browser sends in `Origin`). Unset: no CORS headers at all, so no page on another
-   * origin can read an answer. Answered at the edge only (the gateway, or the all-in-one).
+   * origin can read an answer. Answered at the edge only.
    */
   CORS_ORIGINS: z
     .string()
@@ -162,13 +164,15 @@ export const sharedConfig = z.object({
 /** What every process reads (`sharedConfig`), parsed; a service's context adds its own on top. */
 export type SharedConfig = z.output<typeof sharedConfig>;
 
-/** The variable that tells where a service is in split mode (IDENTITY_URL, ...). */
+/** The variable that tells where a service is in split mode (the registry's `urlVariable`). */
 export const urlVariableOf = (name: ServiceName) => SERVICES[name].urlVariable;
 
 /**
- * The JWKS verifiers use: JWKS_URL, or sso's own route on each of its replicas (SSO_URL may
- * list several), separated by commas; the verifier asks the next one when one is unreachable.
+ * The JWKS verifiers use: JWKS_URL, or the token issuer's own route on each of its replicas
+ * (its URL variable may list several), separated by commas; the verifier asks the next one
+ * when one is unreachable.
  */
-export function jwksUrlOf(config: Pick<SharedConfig, 'JWKS_URL' | 'SSO_URL'>): string {
-  return config.JWKS_URL ?? replicaUrls(config.SSO_URL).map((url) => new URL('/api/v1/sso/jwks', url).toString()).join(',');
+export function jwksUrlOf(config: Pick<SharedConfig, 'JWKS_URL' | ServiceUrlVariable>): string {
+  const issuerUrls = replicaUrls(config[SERVICES[TOKEN_ISSUER.service].urlVariable]);
+  return config.JWKS_URL ?? issuerUrls.map((url) => new URL(TOKEN_ISSUER.jwksPath, url).toString()).join(',');
 }

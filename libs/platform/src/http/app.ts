@@ -52,7 +52,7 @@ export interface ApiTag {
 declare module 'fastify' {
   interface FastifyContextConfig {
     /**
-     * `false`: the answer leaves as the handler made it, never compressed here (the gateway's
+     * `false`: the answer leaves as the handler made it, never compressed here (an edge's
      * proxies: the service behind already compressed it, or chose not to).
      */
     compress?: false;
@@ -65,7 +65,7 @@ declare module 'fastify' {
  */
 export const COMPRESS_THRESHOLD_BYTES = 1024;
 
-/** Path every service serves its own OpenAPI document on; the gateway merges them at /docs. */
+/** Path every service serves its own OpenAPI document on; the edge merges them at /docs. */
 export const OPENAPI_PATH = '/openapi.json';
 
 type CompilersFactory = NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>;
@@ -179,7 +179,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     transform: documentRoute,
     transformObject: finishDocument,
   });
-  // Read by its peers (the gateway takes its EDGE_ROUTES from it). At the edge it is nobody's
+  // Read by its peers (the edge takes its EDGE_ROUTES from it). At the edge it is nobody's
   // to read anonymously: the platform's API document is /docs.
   const documentAuth = options.auth?.edge ? 'authenticated' : 'public';
   app.get(OPENAPI_PATH, { config: { auth: documentAuth }, schema: { hide: true } }, async () => ({ ...app.swagger(), [EDGE_ROUTES]: edgeRoutes() }));

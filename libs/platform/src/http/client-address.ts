@@ -13,8 +13,8 @@ const unmapped = (address: string) => (address.startsWith('::ffff:') && isIP(add
 /**
  * The peers whose `X-Forwarded-For` a process believes. `spec` is TRUST_PROXY, e.g.
  * `loopback,uniquelocal` or `10.0.0.0/8,192.168.1.7`; `none` (the default) trusts nobody.
- * At the edge (the gateway, the all-in-one) that is the load balancer in front, if any; behind
- * the gateway (a split-mode service) it is the gateway's address or network.
+ * At the edge that is the load balancer in front, if any; behind
+ * the edge (a service in split mode) it is the edge's address or network.
  */
 export function parseTrustedProxies(spec: string): BlockList {
   const list = new BlockList();

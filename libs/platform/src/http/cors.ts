@@ -18,7 +18,7 @@ export const CORS_MAX_AGE_SECONDS = 7_200;
  * them is answered 204 in an onRequest hook, so it must be registered before the auth hook: a
  * preflight carries no token. Any other origin, or a request with none, gets no CORS header
  * at all (the plugin would otherwise send its exposed headers and answer every preflight).
- * Only the edge registers it, so answers the gateway proxies are never given it twice.
+ * Only the edge registers it, so answers an edge proxies are never given it twice.
  */
 export async function registerCors(app: App, origins: readonly string[]): Promise<void> {
   const allowed = new Set(origins);

@@ -164,7 +164,7 @@ const ENCODED_NUL = /%00/i;
 
 /**
  * Registers what keeps hostile input from reaching a handler, on the root so every route
- * (and the gateway's proxies) has it: URL length and encoded NULs at once, a JSON parser that
+ * (and an edge's proxies) has it: URL length and encoded NULs at once, a JSON parser that
  * bounds nesting and insists on UTF-8, and a check of every decoded string before validation.
  */
 export function registerInputGuards(app: App, limits: HttpLimits): void {

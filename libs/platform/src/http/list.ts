@@ -99,7 +99,7 @@ export interface PageResult {
  * Sets the paging headers of a list answer:
  * - `Link` (RFC 8288) with `rel="next"` when another page exists and `rel="prev"` when this
  *   one does not start at 0. Each URL is the request's own path and query (relative, so it
- *   holds behind the gateway) with `offset` and `limit` set; every other parameter is kept.
+ *   holds behind the edge) with `offset` and `limit` set; every other parameter is kept.
  * - With a total, PostgREST's `Content-Range: <first>-<last>/<total>` (`*\/<total>` for an
  *   empty page) and `Preference-Applied: count=exact`.
  */

@@ -6,7 +6,7 @@ import type { App } from './app.js';
 import { PROBLEM_MEDIA_TYPE } from './errors.js';
 
 /*
- * What every service's OpenAPI document says the same way, so the gateway's merged document
+ * What every service's OpenAPI document says the same way, so the edge's merged document
  * reads as one API: an operationId on every operation, errors as `application/problem+json`
  * with the one `Problem` schema, `security` from the route's declared `auth`, and the response
  * headers the platform sends, each a `$ref` to one entry of `components.headers`.
@@ -133,7 +133,7 @@ export function camelCase(...words: string[]): string {
 
 /**
  * The operationId of a route that declares none: its method and path, without the API's
- * version prefix, each path parameter as `By<Name>` (`GET /api/v1/sso/jwks` is `getSsoJwks`).
+ * version prefix, each path parameter as `By<Name>` (`GET /api/v1/orders/{id}` is `getOrdersById`).
  * Routes should declare a readable one; this keeps every operation identified regardless.
  */
 export function derivedOperationId(method: string, path: string): string {
@@ -286,7 +286,7 @@ export function finishDocument(input: Parameters<typeof jsonSchemaTransformObjec
 /**
  * Where an app's own document (OPENAPI_PATH) carries what each of its routes declares for the
  * edge: every route, hidden ones and HEAD twins included (the paths leave both out). The
- * gateway reads it from each service at start, for its public allowlist and body limits; the
+ * edge reads it from each service at start, for its public allowlist and body limits; the
  * platform's document at /docs never has it.
  */
 export const EDGE_ROUTES = 'x-edge-routes';
@@ -294,7 +294,7 @@ export const EDGE_ROUTES = 'x-edge-routes';
 /** One route as its app declares it, for the edge. */
 export interface EdgeRoute {
   method: string;
-  /** The route's path template, as Fastify writes it: `/api/v1/sso/federation/:provider/start`. */
+  /** The route's path template, as Fastify writes it: `/api/v1/orders/:id/items`. */
   path: string;
   /** Its declared `auth`; `authenticated` when it declares none. */
   auth: RouteAuth;

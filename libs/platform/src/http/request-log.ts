@@ -2,15 +2,12 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyTypeProvider } from 'fastify';
 
 /**
- * Paths nobody reads a line for: Kubernetes probes every few seconds per pod. Matched on the path (not the route template) so the gateway, whose proxied
- * routes are wildcards, skips the public probes too.
+ * Paths nobody reads a line for: Kubernetes probes every few seconds per pod, each process's
+ * own (`/health/...`) and the public ones under the API prefix (`/api/v1/...`). Matched on the
+ * path (not the route template) so an edge, whose proxied routes are wildcards, skips the
+ * public probes too.
  */
-const QUIET_PATHS = new Set([
-  '/health/liveness',
-  '/health/readiness',
-  '/api/v1/health/liveness',
-  '/api/v1/health/readiness',
-]);
+const QUIET_PATH = /^(?:\/api\/v\d+)?\/health\/(?:liveness|readiness)$/;
 
 /** Longest path a line keeps for a request that matched no route: anyone can send any URL. */
 const UNMATCHED_PATH_MAX = 100;
@@ -19,7 +16,7 @@ const UNMATCHED_PATH_MAX = 100;
 const answeredBehind = new WeakSet<object>();
 
 /**
- * Says a service behind this edge answered `request` (the gateway is sending the service's
+ * Says a service behind this edge answered `request` (the edge is sending the service's
  * answer on): the service has logged it under the same request id (X-Request-Id), so the edge
  * writes no second line. One line per request across the platform, as in the all-in-one; what
  * the edge answers itself (a 401, a 413, an upstream that failed or broke off) it logs.
@@ -36,7 +33,7 @@ const failures = new WeakMap<object, Error>();
 
 /**
  * Gives the line of `request` (`request failed`, for the 5xx it is answered with) the error
- * that caused it, where that error never reached Fastify's error handler: the gateway answers
+ * that caused it, where that error never reached Fastify's error handler: an edge answers
  * a failed upstream call itself. The line is then the request's only one, cause included.
  */
 export function recordFailure(request: object, error: Error): void {
@@ -86,7 +83,7 @@ export function registerRequestLog<Log extends FastifyBaseLogger, Provider exten
 
 function logResponse(request: FastifyRequest, reply: FastifyReply): void {
   const url = request.url;
-  if (answeredBehind.has(request) || QUIET_PATHS.has(urlPath(url))) return;
+  if (answeredBehind.has(request) || QUIET_PATH.test(urlPath(url))) return;
   const route = request.routeOptions.url;
   const status = reply.statusCode;
   const ms = Math.round(reply.elapsedTime * 10) / 10;

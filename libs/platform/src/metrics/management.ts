@@ -4,7 +4,7 @@ import { METRICS_PATH, metricsRegistry } from './metrics.js';
 
 /**
  * The process's management listener: Prometheus' scrape, on MANAGEMENT_PORT, apart from the
- * public port. Metrics name routes and count failed sign-ins; on their own port, no gateway
+ * public port. Metrics name routes and count failed sign-ins; on their own port, no edge
  * route or Ingress reaches them, and a NetworkPolicy can admit the scraper to this port alone.
  */
 export interface ManagementServer {

@@ -8,6 +8,7 @@ import {
   type RevocationFeed,
   type RevocationSet,
 } from '../auth/revocations.js';
+import type { Subscription } from '../bus/bus.js';
 import { outboxBacklog, startOutboxRelay } from '../bus/outbox.js';
 import { trackOutboxBacklog } from '../metrics/metrics.js';
 import { unparsedVariables, type SharedConfig } from '../config.js';
@@ -141,6 +142,7 @@ export async function mountService(
     if (readiness.processChecks) readiness.processChecks[name] = check;
   };
   await app.register(async (scope) => {
+    const housekeeping = serviceHousekeeping(deps, service.name);
     const context: ServiceContext = {
       name: service.name,
       mode,
@@ -161,9 +163,43 @@ export async function mountService(
       },
       provide: hub.provide,
       addReadinessCheck,
+      ...housekeeping.context,
     };
-    await service.routes(scope as App, context);
+    try {
+      await service.routes(scope as App, context);
+    } finally {
+      // Added last, so it runs first (Fastify closes LIFO): timers and subscriptions stop
+      // before the service's own hooks close what they use (its Prisma client, say).
+      scope.addHook('onClose', housekeeping.stop);
+    }
   });
+}
+
+/**
+ * What a service runs beside its routes, owned by the kit: its timers and its bus
+ * subscriptions, each stopped when the service closes.
+ */
+function serviceHousekeeping(deps: Dependencies, name: ServiceName): { context: Pick<ServiceContext, 'every' | 'subscribe' | 'respond'>; stop(): Promise<void> } {
+  const logger = deps.logger.child({ service: name });
+  const timers: NodeJS.Timeout[] = [];
+  const subscriptions: Subscription[] = [];
+  return {
+    context: {
+      every: (task, intervalMs, run) => {
+        const timer = setInterval(() => {
+          run().catch((error: unknown) => logger.error({ err: error, task }, `${task} failed`));
+        }, intervalMs);
+        timer.unref();
+        timers.push(timer);
+      },
+      subscribe: async (pattern, handler, options) => void subscriptions.push(await deps.bus.subscribe(pattern, handler, options)),
+      respond: async (subject, responder) => void subscriptions.push(await deps.bus.respond(subject, responder)),
+    },
+    stop: async () => {
+      for (const timer of timers) clearInterval(timer);
+      await Promise.all(subscriptions.map((subscription) => subscription.unsubscribe()));
+    },
+  };
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { Capabilities, InternalApi, ServiceClients, ServiceName } from '@app/contracts';
 import { z } from 'zod';
 import type { TokenVerifier } from '../auth/auth.js';
-import type { Bus } from '../bus/bus.js';
+import type { Bus, BusHandler, Responder, SubscribeOptions } from '../bus/bus.js';
 import type { Cache } from '../cache/cache.js';
 import type { InternalImplementation } from '../clients/internal-api.js';
 import type { ConfigSchema, SharedConfig } from '../config.js';
@@ -46,6 +46,16 @@ export interface ServiceContext<Own extends object = object> {
    * what it needs besides its database before it can serve its documented flows.
    */
   addReadinessCheck(name: string, check: DependencyCheck): void;
+  /**
+   * Runs `task` every `intervalMs` while the service runs: the timer holds no process open,
+   * a failure is logged (`<name> failed`) and the next run comes anyway, and it stops when
+   * the service closes. For housekeeping (rotating keys, purging what expired).
+   */
+  every(name: string, intervalMs: number, task: () => Promise<unknown>): void;
+  /** Subscribes to the bus (`Bus.subscribe`) for as long as the service runs: it unsubscribes when the service closes. */
+  subscribe(pattern: string, handler: BusHandler, options: SubscribeOptions): Promise<void>;
+  /** Answers requests on the bus (`Bus.respond`) for as long as the service runs. */
+  respond(subject: string, responder: Responder): Promise<void>;
 }
 
 /** What a service offers the others of its process, instead of them reaching it over the network. */

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import type { CredentialsClient, IdentityClient } from '@app/contracts';
-import type { Logger } from '@app/platform';
+import type { CredentialsClient, IdentityClient, ServiceClients } from '@app/contracts';
+import type { App, Logger, ServiceContext } from '@app/platform';
+import type { SsoOwnConfig } from '../config.js';
 
 /** The development administrator of the all-in-one mode when no bootstrap admin is configured. */
 export const DEV_ADMIN_EMAIL = 'admin@localhost';
@@ -110,4 +111,60 @@ export function startAdminBootstrap(options: BootstrapAdminOptions): { stop(): v
     },
     done,
   };
+}
+
+/**
+ * Whether sso makes the development admin (admin@localhost, its generated password printed
+ * once) when no BOOTSTRAP_ADMIN_* is set: in the all-in-one, and in development (split mode
+ * on one machine, compose), never with NODE_ENV=production or test.
+ */
+const generatesDevAdmin = (config: { ALL_IN_ONE: boolean; NODE_ENV: string }) => config.ALL_IN_ONE || config.NODE_ENV === 'development';
+
+
+export interface AdminBootstrapOptions extends Pick<ServiceContext<SsoOwnConfig>, 'mode' | 'config' | 'logger' | 'addReadinessCheck'> {
+  clients: Pick<ServiceClients, 'identity' | 'credentials'>;
+  /** Where a generated development admin password is shown (default: the console, once). */
+  announce?: (message: string) => void;
+}
+
+/**
+ * Makes sure the first administrator exists, once sso listens (BOOTSTRAP_ADMIN_*, or the
+ * development admin), and holds readiness until it does; logs how to set one otherwise.
+ */
+export function registerAdminBootstrap(app: App, options: AdminBootstrapOptions): void {
+  const { config, logger, clients } = options;
+  const email = config.BOOTSTRAP_ADMIN_EMAIL ?? (generatesDevAdmin(config) ? DEV_ADMIN_EMAIL : undefined);
+  if (!email) {
+    logger.info('no bootstrap admin: set BOOTSTRAP_ADMIN_EMAIL and BOOTSTRAP_ADMIN_PASSWORD to have sso create the first admin');
+    return;
+  }
+  let bootstrap: ReturnType<typeof startAdminBootstrap> | undefined;
+  let adminPresent = false;
+  // Ready once the first admin can sign in. Required in the all-in-one, whose one probe
+  // says the platform serves every flow; in split mode sso's own probe leaves it out (the
+  // bootstrap needs identity and credentials, which need sso's JWKS, served once ready)
+  // and only reports it, so the platform's aggregated readiness waits for it.
+  options.addReadinessCheck('bootstrapAdmin', {
+    required: options.mode === 'all-in-one',
+    probe: async () => {
+      if (!adminPresent) throw new Error('the bootstrap admin does not exist yet');
+      return {};
+    },
+  });
+  // Once listening: in split mode identity and credentials verify sso's system token
+  // against sso's JWKS, which it serves only then. The bootstrap retries until they answer.
+  app.addHook('onListen', async () => {
+    bootstrap ??= startAdminBootstrap({
+      identities: clients.identity,
+      credentials: clients.credentials,
+      logger,
+      email,
+      password: config.BOOTSTRAP_ADMIN_PASSWORD,
+      announce: options.announce ?? ((message) => console.log(message)),
+    });
+    void bootstrap.done.then((outcome) => {
+      adminPresent = outcome === 'created' || outcome === 'exists';
+    });
+  });
+  app.addHook('onClose', async () => bootstrap?.stop());
 }

@@ -1,5 +1,5 @@
 import { credentialEventSchema } from '@app/contracts';
-import type { Bus, Logger, Subscription } from '@app/platform';
+import type { Logger, ServiceContext } from '@app/platform';
 import type { Revoker } from '../tokens/revocations.js';
 import { UUID } from '../tokens/service.js';
 
@@ -17,9 +17,9 @@ export const secondAfter = (occurredAt: string) => Math.floor(Date.parse(occurre
  *   by `actorSessionId`, stays); a new API key secret ends the tokens granted with the old one.
  * Revoking is idempotent, so redelivered events are harmless.
  */
-export async function subscribeToCredentialEvents(options: { bus: Bus; logger: Logger; revoker: Revoker }): Promise<Subscription> {
+export async function subscribeToCredentialEvents(options: { subscribe: ServiceContext['subscribe']; logger: Logger; revoker: Revoker }): Promise<void> {
   const { revoker, logger } = options;
-  return options.bus.subscribe(
+  await options.subscribe(
     'credential.>',
     async (message) => {
       const parsed = credentialEventSchema.safeParse(message.data);

@@ -1,5 +1,5 @@
 import { identityEventSchema } from '@app/contracts';
-import type { Bus, Logger, Subscription } from '@app/platform';
+import type { Logger, ServiceContext } from '@app/platform';
 import type { Revoker } from '../tokens/revocations.js';
 import { secondAfter, SSO_EVENT_GROUP } from './credential-events.js';
 
@@ -8,9 +8,9 @@ import { secondAfter, SSO_EVENT_GROUP } from './credential-events.js';
  * cut off, and its refresh tokens are revoked (sso issues no new ones while it is
  * deactivated). Idempotent: a redelivered event names the same cut-off.
  */
-export async function subscribeToIdentityEvents(options: { bus: Bus; logger: Logger; revoker: Revoker }): Promise<Subscription> {
+export async function subscribeToIdentityEvents(options: { subscribe: ServiceContext['subscribe']; logger: Logger; revoker: Revoker }): Promise<void> {
   const { revoker, logger } = options;
-  return options.bus.subscribe(
+  await options.subscribe(
     'identity.>',
     async (message) => {
       if (message.subject !== 'identity.updated' && message.subject !== 'identity.deleted') return;

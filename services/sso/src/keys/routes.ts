@@ -1,8 +1,10 @@
+import { TOKEN_ISSUER } from '@app/contracts';
 import { problemSchema, type App } from '@app/platform';
 import { z } from 'zod';
 import type { KeyService } from './service.js';
 
-export const JWKS_PATH = '/api/v1/sso/jwks';
+/** Where every verifier fetches the keys (the registry's TOKEN_ISSUER says so, for all of them). */
+export const JWKS_PATH = TOKEN_ISSUER.jwksPath;
 export const ROTATE_KEYS_PATH = '/api/v1/sso/keys/rotate';
 
 /**
