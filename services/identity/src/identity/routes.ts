@@ -1,20 +1,5 @@
 import type { BlockList } from 'node:net';
-import {
-  createdResponse,
-  createIdempotently,
-  idempotencyResponses,
-  idempotentHeadersSchema,
-  notModifiedResponse,
-  preconditionFailedResponse,
-  principalOf,
-  problemSchema,
-  recordLocation,
-  sendTagged,
-  taggedResponse,
-  writePrecondition,
-  type App,
-} from '@app/platform';
-import { listHeadersSchema, pageOf, setPagingHeaders, wantsExactCount } from '@app/platform';
+import { createdAnswer, createIdempotently, principalOf, problemResponses, recordRoutes, sendPage, sendRecord, sendWritten, writePrecondition, type App } from '@app/platform';
 import {
   createIdentityBodySchema,
   identityEmailParamsSchema,
@@ -29,17 +14,8 @@ import type { SignupRateLimit } from './signup-limit.js';
 
 export const IDENTITY_PREFIX = '/api/v1/identity';
 
-const TAGS = ['Identity'];
-const security = [{ bearerAuth: [] }];
-const errors = {
-  400: problemSchema,
-  401: problemSchema,
-  403: problemSchema,
-  404: problemSchema,
-  409: problemSchema,
-  422: problemSchema,
-  500: problemSchema,
-};
+/** The problems every identity route may answer. */
+const errors = problemResponses(400, 401, 403, 404, 409, 422, 500);
 
 /**
  * The sign-up throttle's headers (signup-limit.ts) are on every answer of a request it counted:
@@ -57,115 +33,68 @@ export interface IdentityRoutesOptions {
   trustedProxies: BlockList;
 }
 
+/** What every identity route declares alike (recordRoutes adds the ETag, 304, 412 and 201 responses). */
+const routes = recordRoutes({
+  tags: ['Identity'],
+  records: identityListSchema,
+  noun: 'identity',
+  responses: errors,
+});
+
 /** The public identity API (under IDENTITY_PREFIX, routed by the gateway). */
 export async function identityRoutes(app: App, options: IdentityRoutesOptions): Promise<void> {
   const { service } = options;
 
   app.post(
     '/',
-    {
+    routes.create({
       // Registration is open, but a caller who sends a token must send a valid one (it may set roles).
       config: { auth: 'optional', rateLimit: options.signupRateLimit },
-      schema: {
-        tags: TAGS,
-        operationId: 'createIdentity',
-        summary: 'Register an identity (no token needed; roles need an admin token)',
-        description: 'With Idempotency-Key, a retry answers the first answer again and creates nothing.',
-        headers: idempotentHeadersSchema,
-        body: createIdentityBodySchema,
-        response: { 201: createdResponse(identityListSchema), ...errors, ...idempotencyResponses, 429: problemSchema },
-        responseHeaders: SIGNUP_LIMIT_HEADERS,
-      },
-    },
+      operationId: 'createIdentity',
+      summary: 'Register an identity (no token needed; roles need an admin token)',
+      body: createIdentityBodySchema,
+      responses: { ...errors, ...problemResponses(429) },
+      responseHeaders: SIGNUP_LIMIT_HEADERS,
+    }),
     async (request, reply) =>
       createIdempotently<TaggedIdentity>(request, reply, {
         schema: IDENTITY_SCHEMA,
         trustedProxies: options.trustedProxies,
         create: (guard) => service.create(request.body, request.principal, guard),
-        answer: ({ record, etag }) => ({ status: 201, body: JSON.stringify([record]), headers: { etag, location: recordLocation(IDENTITY_PREFIX, record.id) } }),
+        answer: createdAnswer(IDENTITY_PREFIX),
       }),
   );
 
   app.get(
     '/',
-    {
-      config: { auth: 'authenticated' },
-      schema: {
-        tags: TAGS,
-        operationId: 'listIdentities',
-        summary: 'List identities (admins and system tokens see all, others only themselves)',
-        security,
-        querystring: listIdentitiesQuerySchema,
-        headers: listHeadersSchema,
-        response: { 200: identityListSchema, ...errors },
-      },
-    },
-    async (request, reply) => {
-      const { page, filters } = pageOf(request.query);
-      const result = await service.list(filters, page, wantsExactCount(request), principalOf(request));
-      setPagingHeaders(request, reply, page, { returned: result.records.length, hasMore: result.hasMore, total: result.total });
-      return result.records;
-    },
+    routes.list({
+      operationId: 'listIdentities',
+      summary: 'List identities (admins and system tokens see all, others only themselves)',
+      querystring: listIdentitiesQuerySchema,
+    }),
+    async (request, reply) => sendPage(request, reply, (page, filters, count) => service.list(filters, page, count, principalOf(request))),
   );
 
   app.get(
     '/email/:email',
-    {
-      config: { auth: 'authenticated' },
-      schema: {
-        tags: TAGS,
-        operationId: 'getIdentityByEmail',
-        summary: 'Read an identity by email (exact match, any case)',
-        description: 'Answers its ETag; with If-None-Match naming it, a 304 with no body.',
-        security,
-        params: identityEmailParamsSchema,
-        response: { 200: taggedResponse(identityListSchema), 304: notModifiedResponse, ...errors },
-      },
-    },
-    async (request, reply) => {
-      const { record, etag } = await service.getByEmail(request.params.email, principalOf(request));
-      return sendTagged(request, reply, etag, [record]);
-    },
+    routes.read({ operationId: 'getIdentityByEmail', summary: 'Read an identity by email (exact match, any case)', params: identityEmailParamsSchema }),
+    async (request, reply) => sendRecord(request, reply, await service.getByEmail(request.params.email, principalOf(request))),
   );
 
   app.get(
     '/:id',
-    {
-      config: { auth: 'authenticated' },
-      schema: {
-        tags: TAGS,
-        operationId: 'getIdentity',
-        summary: 'Read an identity (itself, an admin or a system token)',
-        description: 'Answers its ETag; with If-None-Match naming it, a 304 with no body.',
-        security,
-        params: identityIdParamsSchema,
-        response: { 200: taggedResponse(identityListSchema), 304: notModifiedResponse, ...errors },
-      },
-    },
-    async (request, reply) => {
-      const { record, etag } = await service.get(request.params.id, principalOf(request));
-      return sendTagged(request, reply, etag, [record]);
-    },
+    routes.read({ operationId: 'getIdentity', summary: 'Read an identity (itself, an admin or a system token)', params: identityIdParamsSchema }),
+    async (request, reply) => sendRecord(request, reply, await service.get(request.params.id, principalOf(request))),
   );
 
   app.put(
     '/:id',
-    {
-      config: { auth: 'authenticated' },
-      schema: {
-        tags: TAGS,
-        operationId: 'updateIdentity',
-        summary: 'Update an identity (roles and activation only by an admin; the last active admin stays one)',
-        description: 'With If-Match, only while the identity still has that ETag (else 412 and nothing changes).',
-        security,
-        params: identityIdParamsSchema,
-        body: updateIdentityBodySchema,
-        response: { 200: taggedResponse(identityListSchema), ...errors, 412: preconditionFailedResponse },
-      },
-    },
-    async (request, reply) => {
-      const { record, etag } = await service.update(request.params.id, request.body, principalOf(request), writePrecondition(request));
-      return reply.header('etag', etag).send([record]);
-    },
+    routes.update({
+      operationId: 'updateIdentity',
+      summary: 'Update an identity (roles and activation only by an admin; the last active admin stays one)',
+      params: identityIdParamsSchema,
+      body: updateIdentityBodySchema,
+    }),
+    async (request, reply) => sendWritten(reply, await service.update(request.params.id, request.body, principalOf(request), writePrecondition(request))),
   );
 }

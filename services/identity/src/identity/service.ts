@@ -2,22 +2,23 @@ import type { IdentityEvent, InternalIdentity } from '@app/contracts';
 import {
   bumpSignInGeneration,
   createCacheAside,
-  entityTag,
   forbidden,
-  guardRows,
   isAdmin,
   isOwnerOrAdmin,
   isPrivileged,
-  preconditionFailed,
+  recordAnswers,
+  tagRecord,
+  writeProblem,
   type Cache,
   type CreateGuard,
   type Logger,
   type Page,
   type Precondition,
   type Principal,
+  type TaggedRecord,
 } from '@app/platform';
 import { emailTaken, identityEmailNotFound, identityNotFound, lastActiveAdmin, privilegedFieldsForbidden } from './errors.js';
-import { LastAdminViolation, PreconditionViolation, UniqueViolation, type IdentityRepository, type IdentityRow } from './repository.js';
+import { LastAdminViolation, type IdentityRepository, type IdentityRow } from './repository.js';
 import type { CreateIdentityInput, IdentityFilters, IdentityRecord, UpdateIdentityInput } from './schemas.js';
 
 /** Read-by-id answers are cached this long; every update drops the key, so it bounds nothing but memory. */
@@ -44,12 +45,9 @@ const toRecord = (row: IdentityRow): IdentityRecord => ({
 });
 
 /** A record and its entity tag: the hash of its JSON, as the cache stores it. */
-export interface TaggedIdentity {
-  record: IdentityRecord;
-  etag: string;
-}
+export type TaggedIdentity = TaggedRecord<IdentityRecord>;
 
-const tagged = (record: IdentityRecord, json = JSON.stringify(record)): TaggedIdentity => ({ record, etag: entityTag(json) });
+const identities = recordAnswers(toRecord);
 
 const eventOf = (row: IdentityRow): IdentityEvent => ({
   identityId: row.id,
@@ -74,7 +72,7 @@ export function createIdentityService(deps: IdentityServiceDeps) {
       const row = await repository.findById(id);
       return row ? JSON.stringify(toRecord(row)) : null;
     });
-    return json === null ? null : tagged(JSON.parse(json) as IdentityRecord, json);
+    return json === null ? null : tagRecord(JSON.parse(json) as IdentityRecord, json);
   };
 
   const forget = (id: string) => aside.invalidate(recordKey(id));
@@ -85,13 +83,12 @@ export function createIdentityService(deps: IdentityServiceDeps) {
       const row = await repository.create(
         { ...input, avatar: input.avatar ?? null },
         (created) => ({ subject: 'identity.created', payload: eventOf(created) }),
-        guardRows(guard, (created: IdentityRow) => tagged(toRecord(created))),
+        identities.guard(guard),
       );
       deps.eventsCommitted();
-      return tagged(toRecord(row));
+      return identities.tagged(row);
     } catch (error) {
-      if (error instanceof UniqueViolation) throw emailTaken(input.email);
-      throw error;
+      throw writeProblem(error, () => emailTaken(input.email));
     }
   };
 
@@ -125,14 +122,13 @@ export function createIdentityService(deps: IdentityServiceDeps) {
       // Whether someone else's email exists is not the caller's to learn: 403 either way.
       if (!isPrivileged(principal) && row?.id !== principal.id) throw forbidden();
       if (!row) throw identityEmailNotFound();
-      return tagged(toRecord(row));
+      return identities.tagged(row);
     },
 
     /** Admins and system tokens list everyone; anyone else lists only themselves. */
     async list(filters: IdentityFilters, page: Page, count: boolean, principal: Principal) {
       const scoped: IdentityFilters = isPrivileged(principal) ? filters : { ...filters, id: [{ operator: 'eq', value: principal.id, negated: false }] };
-      const result = await repository.list(scoped, page, count);
-      return { ...result, records: result.rows.map(toRecord) };
+      return identities.page(await repository.list(scoped, page, count));
     },
 
     /**
@@ -148,18 +144,16 @@ export function createIdentityService(deps: IdentityServiceDeps) {
           id,
           input,
           (updated) => ({ subject: 'identity.updated', payload: eventOf(updated) }),
-          precondition && ((current) => precondition(tagged(toRecord(current)).etag)),
+          identities.onRow(precondition),
         );
         if (!row) throw identityNotFound(id);
         deps.eventsCommitted();
         // Roles and activation are what sso's cached sign-in decisions hold: stale from here, in every replica.
         await Promise.all([forget(id), bumpSignInGeneration(cache, logger)]);
-        return tagged(toRecord(row));
+        return identities.tagged(row);
       } catch (error) {
-        if (error instanceof UniqueViolation) throw emailTaken(input.email ?? '');
         if (error instanceof LastAdminViolation) throw lastActiveAdmin();
-        if (error instanceof PreconditionViolation) throw preconditionFailed();
-        throw error;
+        throw writeProblem(error, () => emailTaken(input.email ?? ''));
       }
     },
 
