@@ -1,14 +1,21 @@
-import { createPrismaClient, enqueueEvent, readFilteredPage, type CreateGuard, type Database, type FilteredTable, type ListFilters, type Page } from '@app/platform';
-import { Prisma, PrismaClient, type Credential } from '../generated/prisma/client.js';
+import {
+  createPrismaClient,
+  createRecordWriter,
+  readFilteredPage,
+  type Database,
+  type EventFor,
+  type FilteredTable,
+  type ListFilters,
+  type RecordRepository,
+  type RowPrecondition,
+} from '@app/platform';
+import { PrismaClient, type Credential, type Prisma } from '../generated/prisma/client.js';
 import type { CredentialFilters } from './schemas.js';
 
 /** The Postgres schema this service owns; its outbox table lives there too. */
 export const CREDENTIALS_SCHEMA = 'credentials';
 
 export type CredentialRow = Credential;
-
-/** An event to record in the same transaction as the change it describes. */
-export type EventFor = (row: CredentialRow) => { subject: string; payload: unknown };
 
 export interface CredentialWrite {
   type?: string;
@@ -19,28 +26,12 @@ export interface CredentialWrite {
   activated?: boolean;
 }
 
-/** A write broke a unique rule: one LOCAL per identity, (provider, subject), an API key's hash. */
-export class UniqueViolation extends Error {
-  constructor() {
-    super('unique constraint violated');
-    this.name = 'UniqueViolation';
-  }
-}
-
-/** The write's precondition (If-Match) does not hold for the credential as it is; nothing was written. */
-export class PreconditionViolation extends Error {
-  constructor() {
-    super('the credential is not in the version the write was conditioned on');
-    this.name = 'PreconditionViolation';
-  }
-}
-
-/** A write's condition on the credential as it is, checked on its row locked in the write's transaction. */
-export type RowPrecondition = (current: CredentialRow) => boolean;
-
-/** Where credentials are stored. The service depends on this interface, never on Prisma. */
-export interface CredentialRepository {
-  findById(id: string): Promise<CredentialRow | null>;
+/**
+ * Where credentials are stored. The service depends on this interface, never on Prisma. A
+ * unique rule: one LOCAL per identity, (provider, subject), an API key's hash.
+ */
+export interface CredentialRepository
+  extends RecordRepository<CredentialRow, CredentialFilters, CredentialWrite & { identityId: string; provider: string; type: string }, CredentialWrite> {
   findLocal(identityId: string): Promise<CredentialRow | null>;
   /** The API key stored under this keyed hash (unique index). */
   findByKeyHash(keyHash: string): Promise<CredentialRow | null>;
@@ -48,12 +39,8 @@ export interface CredentialRepository {
   findBySubject(provider: string, subject: string): Promise<CredentialRow | null>;
   /** A legacy API key (`ak_<prefix>_…`) not yet moved to a keyed hash. */
   findByLegacyPrefix(prefix: string): Promise<CredentialRow | null>;
-  list(filters: CredentialFilters, page: Page, count: boolean): Promise<{ rows: CredentialRow[]; hasMore: boolean; total?: number }>;
-  create(data: CredentialWrite & { identityId: string; provider: string; type: string }, event: EventFor, guard?: CreateGuard<CredentialRow>): Promise<CredentialRow>;
-  /** Null when there is no such credential; rejects with PreconditionViolation when `precondition` fails on the locked row. */
-  update(id: string, data: CredentialWrite, event: EventFor, precondition?: RowPrecondition): Promise<CredentialRow | null>;
-  /** Null when there is no such credential; rejects with PreconditionViolation when `precondition` fails on the locked row. */
-  delete(id: string, event: EventFor, precondition?: RowPrecondition): Promise<CredentialRow | null>;
+  /** Null when there is no such credential; rejects with the kit's PreconditionViolation when `precondition` fails on the locked row. */
+  delete(id: string, event: EventFor<CredentialRow>, precondition?: RowPrecondition<CredentialRow>): Promise<CredentialRow | null>;
   /**
    * Records a successful use, and a rehashed secret when the argon2 costs changed, or a legacy
    * API key's keyed hash (its prefix and unkeyed hash then go). No event.
@@ -64,11 +51,7 @@ export interface CredentialRepository {
    * later call, in any process, gets the same bytes.
    */
   serverKey(name: string, generate: () => Buffer): Promise<Buffer>;
-  close(): Promise<void>;
 }
-
-const isUniqueViolation = (error: unknown) =>
-  error instanceof Prisma.PrismaClientKnownRequestError && error.code === 'P2002';
 
 /** The credential table as its list reads it: rows shaped as Prisma's, every filterable and sortable field's column. */
 const CREDENTIAL_TABLE: FilteredTable = {
@@ -90,23 +73,12 @@ const CREDENTIAL_TABLE: FilteredTable = {
 
 export function createCredentialRepository(database: Database): CredentialRepository {
   const prisma = createPrismaClient(PrismaClient, database);
-  /**
-   * The credential, locked for the rest of the transaction, with the precondition checked on
-   * it: a concurrent write waits here and then sees what the first one left.
-   */
-  const lockedRow = async (tx: Prisma.TransactionClient, id: string, precondition: RowPrecondition): Promise<CredentialRow | null> => {
-    const [row] = await tx.$queryRawUnsafe<CredentialRow[]>(`select ${CREDENTIAL_TABLE.select} from ${CREDENTIAL_TABLE.from} where id = $1::uuid for update`, id);
-    if (row && !precondition(row)) throw new PreconditionViolation();
-    return row ?? null;
-  };
-  const translated = async <T>(work: () => Promise<T>): Promise<T> => {
-    try {
-      return await work();
-    } catch (error) {
-      if (isUniqueViolation(error)) throw new UniqueViolation();
-      throw error;
-    }
-  };
+  const writer = createRecordWriter<Prisma.TransactionClient, CredentialRow>({
+    transaction: (work) => prisma.$transaction(work),
+    schema: CREDENTIALS_SCHEMA,
+    table: CREDENTIAL_TABLE,
+    readUnconditioned: true,
+  });
   return {
     findById: (id) => prisma.credential.findUnique({ where: { id } }),
     findLocal: (identityId) => prisma.credential.findFirst({ where: { identityId, provider: 'LOCAL' } }),
@@ -114,48 +86,18 @@ export function createCredentialRepository(database: Database): CredentialReposi
     findBySubject: (provider, subject) => prisma.credential.findUnique({ where: { provider_subject: { provider, subject } } }),
     findByLegacyPrefix: (keyPrefix) => prisma.credential.findFirst({ where: { keyPrefix, keyHash: null, provider: 'API_KEY' } }),
     list: (filters, page, count) => readFilteredPage<CredentialRow>(prisma, CREDENTIAL_TABLE, filters as ListFilters, page, count),
-    create: (data, event, guard) =>
-      translated(() =>
-        prisma.$transaction(async (tx) => {
-          await guard?.claim(tx);
-          const row = await tx.credential.create({ data });
-          const { subject, payload } = event(row);
-          await enqueueEvent(tx, CREDENTIALS_SCHEMA, subject, payload);
-          await guard?.remember(tx, row);
-          return row;
-        }),
-      ),
-    update: (id, data, event, precondition) =>
-      translated(() =>
-        prisma.$transaction(async (tx) => {
-          const found = precondition ? await lockedRow(tx, id, precondition) : await tx.credential.findUnique({ where: { id }, select: { id: true } });
-          if (!found) return null;
-          const row = await tx.credential.update({ where: { id }, data });
-          const { subject, payload } = event(row);
-          await enqueueEvent(tx, CREDENTIALS_SCHEMA, subject, payload);
-          return row;
-        }),
-      ),
-    delete: (id, event, precondition) =>
-      prisma.$transaction(async (tx) => {
-        const found = precondition ? await lockedRow(tx, id, precondition) : await tx.credential.findUnique({ where: { id } });
-        if (!found) return null;
-        await tx.credential.delete({ where: { id } });
-        const { subject, payload } = event(found);
-        await enqueueEvent(tx, CREDENTIALS_SCHEMA, subject, payload);
-        return found;
-      }),
+    create: async (data, event, guard) => (await writer.create((tx) => tx.credential.create({ data }), event, guard))!,
+    update: (id, data, event, precondition) => writer.change(id, { precondition, write: (tx) => tx.credential.update({ where: { id }, data }), event }),
+    delete: (id, event, precondition) => writer.change(id, { precondition, write: (tx) => tx.credential.delete({ where: { id } }), event }),
     markUsed: async (id, rehash) => {
       // Raw SQL so a use moves lastUsedAt without touching updatedAt (Prisma's @updatedAt
       // would); a credential revoked meanwhile simply matches no row.
       if (rehash && 'keyHash' in rehash) {
         // Only while still legacy: a new secret set meanwhile (key_hash no longer null) wins.
-        await translated(() =>
-          prisma.$executeRawUnsafe(
-            `update "credentials"."credential" set last_used_at = now(), key_hash = $2, secret_hash = null, key_prefix = null where id = $1::uuid and key_hash is null`,
-            id,
-            rehash.keyHash,
-          ),
+        await prisma.$executeRawUnsafe(
+          `update "credentials"."credential" set last_used_at = now(), key_hash = $2, secret_hash = null, key_prefix = null where id = $1::uuid and key_hash is null`,
+          id,
+          rehash.keyHash,
         );
         return;
       }

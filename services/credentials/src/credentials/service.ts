@@ -15,18 +15,18 @@ import {
 } from '@app/contracts';
 import {
   AppError,
-  entityTag,
   forbidden,
-  guardRows,
   isAdmin,
   isOwnerOrAdmin,
   isPrivileged,
-  preconditionFailed,
+  recordAnswers,
   RequestValidationError,
+  writeProblem,
   type CreateGuard,
   type Page,
   type Precondition,
   type Principal,
+  type TaggedRecord,
 } from '@app/platform';
 import {
   activationForbidden,
@@ -37,7 +37,7 @@ import {
   localExists,
   subjectTaken,
 } from './errors.js';
-import { PreconditionViolation, UniqueViolation, type CredentialRepository, type CredentialRow, type CredentialWrite, type RowPrecondition } from './repository.js';
+import type { CredentialRepository, CredentialRow, CredentialWrite } from './repository.js';
 import {
   ruleIssuesAsZod,
   TYPE_OF_PROVIDER,
@@ -84,18 +84,9 @@ const toRecord = (row: CredentialRow): CredentialRecord => ({
 });
 
 /** A record and its entity tag: the hash of its JSON (lastUsedAt included, so a use changes it). */
-export interface TaggedCredential {
-  record: CredentialRecord;
-  etag: string;
-}
+export type TaggedCredential = TaggedRecord<CredentialRecord>;
 
-const tagged = (row: CredentialRow): TaggedCredential => {
-  const record = toRecord(row);
-  return { record, etag: entityTag(JSON.stringify(record)) };
-};
-
-/** The precondition on the credential's tag, as the repository checks it on the locked row. */
-const onRow = (precondition: Precondition | undefined): RowPrecondition | undefined => precondition && ((row) => precondition(tagged(row).etag));
+const credentials = recordAnswers(toRecord);
 
 const eventOf = (row: CredentialRow, extra: { secretChanged?: boolean; occurredAt?: Date; actorSessionId?: string } = {}): CredentialEvent => ({
   credentialId: row.id,
@@ -207,13 +198,12 @@ export function createCredentialService(deps: CredentialServiceDeps) {
             ...write,
           },
           (created) => ({ subject: 'credential.created', payload: eventOf(created) }),
-          guardRows(options.guard, tagged),
+          credentials.guard(options.guard),
         );
         deps.eventsCommitted();
-        return tagged(row);
+        return credentials.tagged(row);
       } catch (error) {
-        if (error instanceof UniqueViolation) throw conflictFor(input.provider);
-        throw error;
+        throw writeProblem(error, () => conflictFor(input.provider));
       }
     },
 
@@ -226,7 +216,7 @@ export function createCredentialService(deps: CredentialServiceDeps) {
     },
 
     async get(id: string, principal: Principal): Promise<TaggedCredential> {
-      return tagged(await accessible(id, principal));
+      return credentials.tagged(await accessible(id, principal));
     },
 
     /** Admins and system tokens list every credential; an identity lists its own. */
@@ -235,8 +225,7 @@ export function createCredentialService(deps: CredentialServiceDeps) {
       // A caller's own conditions on identity_id still apply, ANDed with its own id.
       const own = { operator: 'eq', value: principal.id, negated: false } as const;
       const scoped: CredentialFilters = isPrivileged(principal) ? filters : { ...filters, identity_id: [...(filters.identity_id ?? []), own] };
-      const result = await repository.list(scoped, page, count);
-      return { ...result, records: result.rows.map(toRecord) };
+      return credentials.page(await repository.list(scoped, page, count));
     },
 
     /**
@@ -274,16 +263,14 @@ export function createCredentialService(deps: CredentialServiceDeps) {
             ...write,
           },
           (updated) => ({ subject: 'credential.updated', payload: eventOf(updated, { secretChanged, actorSessionId }) }),
-          onRow(precondition),
+          credentials.onRow(precondition),
         );
         if (!row) throw credentialNotFound(id);
         deps.eventsCommitted();
         await deps.signInChanged();
-        return tagged(row);
+        return credentials.tagged(row);
       } catch (error) {
-        if (error instanceof UniqueViolation) throw conflictFor(provider);
-        if (error instanceof PreconditionViolation) throw preconditionFailed();
-        throw error;
+        throw writeProblem(error, () => conflictFor(provider));
       }
     },
 
@@ -298,11 +285,10 @@ export function createCredentialService(deps: CredentialServiceDeps) {
         row = await repository.delete(
           id,
           (deleted) => ({ subject: 'credential.revoked', payload: eventOf(deleted, { occurredAt: new Date() }) }),
-          onRow(precondition),
+          credentials.onRow(precondition),
         );
       } catch (error) {
-        if (error instanceof PreconditionViolation) throw preconditionFailed();
-        throw error;
+        throw writeProblem(error);
       }
       if (!row) throw credentialNotFound(id);
       deps.eventsCommitted();
