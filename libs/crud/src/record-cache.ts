@@ -1,15 +1,7 @@
-import { createCacheAside, defineCounter, type Cache, type Logger } from '@app/platform';
+import { createCacheAside, defineCounter, type Cache, type Logger, type RecordPage } from '@app/platform';
 
-/** One page of a list, as cached: the JSON body and what the Link and Content-Range headers need. */
-export interface ListPage {
-  /** The JSON array of records, ready to send. */
-  body: string;
-  /** Records in `body`. */
-  size: number;
-  hasMore: boolean;
-  /** Matching records in all, when the caller asked for an exact count. */
-  total?: number;
-}
+/** One page of a list, as cached: the JSON array of its records, ready to send, and what the Link and Content-Range headers need. */
+export type ListPage = RecordPage<string>;
 
 /**
  * Cache-aside for one domain (see DESIGN "Cache"), on the platform's `createCacheAside`: a
@@ -58,12 +50,12 @@ export function createRecordCache(options: RecordCacheOptions): RecordCache {
 
   const aside = createCacheAside({ cache, ttlSeconds, logger, name: domain, onHit: () => hit.inc(), onMiss: () => miss.inc() });
 
-  const encodePage = (page: ListPage) => `${page.size}|${page.hasMore ? 1 : 0}|${page.total ?? ''}\n${page.body}`;
+  const encodePage = (page: ListPage) => `${page.returned}|${page.hasMore ? 1 : 0}|${page.total ?? ''}\n${page.records}`;
   const decodePage = (value: string): ListPage | null => {
     const newline = value.indexOf('\n');
     if (newline < 0) return null;
-    const [size, more, total] = value.slice(0, newline).split('|');
-    return { body: value.slice(newline + 1), size: Number(size), hasMore: more === '1', ...(total ? { total: Number(total) } : {}) };
+    const [returned, more, total] = value.slice(0, newline).split('|');
+    return { records: value.slice(newline + 1), returned: Number(returned), hasMore: more === '1', ...(total ? { total: Number(total) } : {}) };
   };
 
   return {

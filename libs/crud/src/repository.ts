@@ -1,5 +1,5 @@
 import { crudEventSubject, type CrudRecordEvent } from '@app/contracts';
-import { enqueueEvent, filtersWhere, quoteIdent, type CreateGuard, type FilterColumn, type ListFilters, type Page } from '@app/platform';
+import { createRecordWriter, filtersWhere, guardRows, quoteIdent, type CreateGuard, type FilterColumn, type ListFilters, type Page, type RowPrecondition } from '@app/platform';
 import { SQL_TYPES } from './columns.js';
 import type { Domain } from './define-domain.js';
 
@@ -39,14 +39,12 @@ export type RecordValues = Record<string, unknown>;
 /** The filters of a list (field -> its conditions), already parsed by the domain's query schema. */
 export type RecordFilters = ListFilters;
 
-export type UpdateResult = { status: 'updated'; record: DomainRecord } | { status: 'not-found' } | { status: 'conflict' } | { status: 'precondition-failed' };
-
 /**
  * A write's condition on the record as it is, checked on the row locked in the write's own
  * transaction (so no other write can slip between the check and the change); false leaves
  * the record untouched.
  */
-export type RecordPrecondition = (current: DomainRecord) => boolean;
+export type RecordPrecondition = RowPrecondition<DomainRecord>;
 
 /** The persistence port of a generic domain. */
 export interface DomainRepository {
@@ -60,26 +58,22 @@ export interface DomainRepository {
    * `guard` claims an Idempotency-Key first in the transaction and keeps the answer last.
    */
   create(values: RecordValues, guard?: CreateGuard<DomainRecord>): Promise<DomainRecord | undefined>;
-  /** Updates and enqueues `crud.<domain>.updated` in one transaction, if `precondition` holds. */
-  update(id: string, values: RecordValues, precondition?: RecordPrecondition): Promise<UpdateResult>;
-  /** Deletes and enqueues `crud.<domain>.deleted`, if `precondition` holds. */
-  delete(id: string, precondition?: RecordPrecondition): Promise<'deleted' | 'not-found' | 'precondition-failed'>;
+  /**
+   * Updates and enqueues `crud.<domain>.updated` in one transaction; undefined when no record
+   * has the id. Rejects with the kit's PreconditionViolation when `precondition` fails on the
+   * locked row, and with its UniqueViolation when a unique value is taken.
+   */
+  update(id: string, values: RecordValues, precondition?: RecordPrecondition): Promise<DomainRecord | undefined>;
+  /**
+   * Deletes and enqueues `crud.<domain>.deleted` in one transaction; false when no record has
+   * the id. Rejects with the kit's PreconditionViolation when `precondition` fails on the locked row.
+   */
+  delete(id: string, precondition?: RecordPrecondition): Promise<boolean>;
 }
 
 export interface RepositoryOptions {
   /** The Postgres schema of the owning service: the table and the outbox live in it. */
   schema: string;
-}
-
-/** Postgres reports a unique violation as 23505; Prisma wraps it (P2002, or P2010 for raw queries). */
-function isUniqueViolation(error: unknown): boolean {
-  const e = error as {
-    code?: string;
-    meta?: { code?: string; driverAdapterError?: { cause?: { kind?: string; originalCode?: string } } };
-  };
-  if (e?.code === 'P2002') return true;
-  const cause = e?.meta?.driverAdapterError?.cause;
-  return cause?.kind === 'UniqueConstraintViolation' || cause?.originalCode === '23505' || e?.meta?.code === '23505';
 }
 
 const FIELD_TYPES: Record<string, string> = { activated: 'boolean', createdAt: 'timestamptz', updatedAt: 'timestamptz', id: 'uuid' };
@@ -119,16 +113,18 @@ export function createDomainRepository(domain: Domain, prisma: PrismaRawClient, 
   const event = (id: string, occurredAt: string): CrudRecordEvent => ({ domain: domain.name, id, occurredAt });
 
   /**
-   * Locks the record for the rest of the transaction and checks `precondition` on it: a write
-   * waiting here sees the row as the one before it left it (READ COMMITTED re-reads a row it
-   * waited for), so of two writes sent with the same If-Match exactly one proceeds.
+   * Creates, changes and deletes with their events in one transaction, a precondition checked on
+   * the locked row. An unconditioned write reads nothing first: its own RETURNING says whether
+   * the record exists.
    */
-  const checkLocked = async (tx: PrismaRawSession, id: string, precondition: RecordPrecondition | undefined) => {
-    if (!precondition) return 'unchecked';
-    const rows = await tx.$queryRawUnsafe<Record<string, unknown>[]>(`select ${selectList} from ${table} where "id" = $1::uuid for update`, id);
-    if (!rows[0]) return 'not-found';
-    return precondition(toRecord(rows[0])) ? 'holds' : 'precondition-failed';
-  };
+  const writer = createRecordWriter<PrismaRawSession, Record<string, unknown>>({
+    transaction: (work) => prisma.$transaction(work),
+    schema: options.schema,
+    table: { from: table, select: selectList },
+    readUnconditioned: false,
+  });
+  const onRow = (precondition: RecordPrecondition | undefined) => precondition && ((row: Record<string, unknown>) => precondition(toRecord(row)));
+  const returned = async (rows: Promise<Record<string, unknown>[]>) => (await rows)[0];
 
   return {
     findById: async (id) => {
@@ -156,56 +152,39 @@ export function createDomainRepository(domain: Domain, prisma: PrismaRawClient, 
       return Number(rows[0]?.total ?? 0);
     },
 
-    create: async (values, guard) =>
-      prisma.$transaction(async (tx) => {
-        await guard?.claim(tx);
-        const entries = entriesOf(values);
-        const sql =
-          entries.length === 0
-            ? `insert into ${table} default values on conflict do nothing returning ${selectList}`
-            : `insert into ${table} (${entries.map(([field]) => quoteIdent(field)).join(', ')}) ` +
-              `values (${entries.map(([field], i) => `$${i + 1}::${typeOf[field]}`).join(', ')}) ` +
-              `on conflict do nothing returning ${selectList}`;
-        const rows = await tx.$queryRawUnsafe<Record<string, unknown>[]>(sql, ...entries.map(([, value]) => value));
-        if (!rows[0]) return undefined;
-        const record = toRecord(rows[0]);
-        await enqueueEvent(tx, options.schema, crudEventSubject(domain.name, 'created'), event(String(record.id), String(record.createdAt)));
-        await guard?.remember(tx, record);
-        return record;
-      }),
+    create: async (values, guard) => {
+      const entries = entriesOf(values);
+      const sql =
+        entries.length === 0
+          ? `insert into ${table} default values on conflict do nothing returning ${selectList}`
+          : `insert into ${table} (${entries.map(([field]) => quoteIdent(field)).join(', ')}) ` +
+            `values (${entries.map(([field], i) => `$${i + 1}::${typeOf[field]}`).join(', ')}) ` +
+            `on conflict do nothing returning ${selectList}`;
+      const row = await writer.create(
+        (tx) => returned(tx.$queryRawUnsafe(sql, ...entries.map(([, value]) => value))),
+        (created) => ({ subject: crudEventSubject(domain.name, 'created'), payload: event(String(created.id), String(toRecord(created).createdAt)) }),
+        guardRows(guard, toRecord),
+      );
+      return row && toRecord(row);
+    },
 
     update: async (id, values, precondition) => {
       const entries = entriesOf(values);
       const assignments = [...entries.map(([field], i) => `${quoteIdent(field)} = $${i + 2}::${typeOf[field]}`), '"updatedAt" = now()'];
-      try {
-        return await prisma.$transaction(async (tx): Promise<UpdateResult> => {
-          const check = await checkLocked(tx, id, precondition);
-          if (check === 'not-found' || check === 'precondition-failed') return { status: check };
-          const rows = await tx.$queryRawUnsafe<Record<string, unknown>[]>(
-            `update ${table} set ${assignments.join(', ')} where "id" = $1::uuid returning ${selectList}`,
-            id,
-            ...entries.map(([, value]) => value),
-          );
-          if (!rows[0]) return { status: 'not-found' };
-          const record = toRecord(rows[0]);
-          await enqueueEvent(tx, options.schema, crudEventSubject(domain.name, 'updated'), event(id, String(record.updatedAt)));
-          return { status: 'updated', record };
-        });
-      } catch (error) {
-        // Unlike an insert, an update has no ON CONFLICT: the violation aborts the transaction.
-        if (isUniqueViolation(error)) return { status: 'conflict' };
-        throw error;
-      }
+      const row = await writer.change(id, {
+        precondition: onRow(precondition),
+        write: (tx) =>
+          returned(tx.$queryRawUnsafe(`update ${table} set ${assignments.join(', ')} where "id" = $1::uuid returning ${selectList}`, id, ...entries.map(([, value]) => value))),
+        event: (updated) => ({ subject: crudEventSubject(domain.name, 'updated'), payload: event(id, String(toRecord(updated).updatedAt)) }),
+      });
+      return row ? toRecord(row) : undefined;
     },
 
     delete: async (id, precondition) =>
-      prisma.$transaction(async (tx) => {
-        const check = await checkLocked(tx, id, precondition);
-        if (check === 'not-found' || check === 'precondition-failed') return check;
-        const rows = await tx.$queryRawUnsafe<unknown[]>(`delete from ${table} where "id" = $1::uuid returning "id"`, id);
-        if (rows.length === 0) return 'not-found';
-        await enqueueEvent(tx, options.schema, crudEventSubject(domain.name, 'deleted'), event(id, new Date().toISOString()));
-        return 'deleted';
-      }),
+      (await writer.change(id, {
+        precondition: onRow(precondition),
+        write: (tx) => returned(tx.$queryRawUnsafe(`delete from ${table} where "id" = $1::uuid returning "id"`, id)),
+        event: () => ({ subject: crudEventSubject(domain.name, 'deleted'), payload: event(id, new Date().toISOString()) }),
+      })) !== null,
   };
 }

@@ -1,17 +1,12 @@
 import {
   camelCase,
-  createdResponse,
+  createdAnswer,
   createIdempotently,
-  idempotencyResponses,
-  notModifiedResponse,
-  pageOf,
-  preconditionFailedResponse,
   problemSchema,
-  recordLocation,
-  sendTagged,
-  setPagingHeaders,
-  taggedResponse,
-  wantsExactCount,
+  recordRoutes,
+  sendPage,
+  sendRecord,
+  sendWritten,
   writePrecondition,
   type App,
   type Cache,
@@ -44,18 +39,20 @@ export interface CrudPluginOptions {
   prefix?: string;
 }
 
-const JSON_TYPE = 'application/json; charset=utf-8';
 /** Responses every protected route can give besides its own. */
 const COMMON_ERRORS = { 400: problemSchema, 401: problemSchema, 500: problemSchema };
 const NO_CONTENT = z.null().describe('No content');
 
-const sendJson = (reply: FastifyReply, status: number, body: string) => reply.code(status).type(JSON_TYPE).send(body);
-
 /** The six routes of a domain, relative to its prefix (`collection`, the path they are served under). */
 function registerRoutes(app: App, domain: Domain, service: DomainService, collection: string, schema: string): void {
   const { schemas, tag, name, plural } = domain;
-  const authenticated = { auth: 'authenticated' } as const;
-  const secured = { tags: [tag], security: [{ bearerAuth: [] }], headers: schemas.headers };
+  const routes = recordRoutes({
+    tags: [tag],
+    records: schemas.records,
+    noun: 'record',
+        headers: schemas.headers,
+    responses: COMMON_ERRORS,
+  });
   // operationIds from the domain's names: listProducts, getProduct, ... (`blog_post`, `blog-posts`: getBlogPost, listBlogPosts).
 
   app.get(
@@ -66,102 +63,51 @@ function registerRoutes(app: App, domain: Domain, service: DomainService, collec
 
   app.get(
     '/:id',
-    {
-      config: authenticated,
-      schema: {
-        ...secured,
-        operationId: camelCase('get', name),
-        summary: `Read one ${name} by id`,
-        description: 'Answers its ETag; with If-None-Match naming it, a 304 with no body.',
-        params: schemas.params,
-        response: { 200: taggedResponse(schemas.records), 304: notModifiedResponse, 404: problemSchema, ...COMMON_ERRORS },
-      },
-    },
-    async (request, reply) => {
-      const { body, etag } = await service.read(request.params.id);
-      return sendTagged(request, reply.type(JSON_TYPE), etag, body);
-    },
+    routes.read({ operationId: camelCase('get', name), summary: `Read one ${name} by id`, params: schemas.params, responses: { 404: problemSchema, ...COMMON_ERRORS } }),
+    async (request, reply) => sendRecord(request, reply, await service.read(request.params.id)),
   );
 
   app.get(
     '/',
-    {
-      config: authenticated,
-      schema: {
-        ...secured,
-        headers: schemas.listHeaders,
-        operationId: camelCase('list', plural),
-        summary: `List ${plural}: paged, sorted and filtered on any field but id`,
-        description:
-          'Filters in PostgREST syntax, `field=op.value` (see each parameter), repeated to AND. ' +
-          'Answers a Link header (next/prev); `Prefer: count=exact` adds the total as Content-Range.',
-        querystring: schemas.query,
-        response: { 200: schemas.records, ...COMMON_ERRORS },
-      },
-    },
-    async (request, reply) => {
-      const { page, filters } = pageOf(request.query as ListQuery);
-      const result = await service.list(page, filters as RecordFilters, { count: wantsExactCount(request) });
-      setPagingHeaders(request, reply, page, { returned: result.size, hasMore: result.hasMore, total: result.total });
-      return sendJson(reply, 200, result.body);
-    },
+    routes.list({
+      headers: schemas.listHeaders,
+      operationId: camelCase('list', plural),
+      summary: `List ${plural}: paged, sorted and filtered on any field but id`,
+      description:
+        'Filters in PostgREST syntax, `field=op.value` (see each parameter), repeated to AND. ' +
+        'Answers a Link header (next/prev); `Prefer: count=exact` adds the total as Content-Range.',
+      querystring: schemas.query,
+    }),
+    async (request, reply) =>
+      sendPage(request as typeof request & { query: ListQuery }, reply, (page, filters, count) => service.list(page, filters as RecordFilters, { count })),
   );
 
   app.post(
     '/',
-    {
-      config: authenticated,
-      schema: {
-        ...secured,
-        headers: schemas.createHeaders,
-        operationId: camelCase('create', name),
-        summary: `Create a ${name}`,
-        description: 'With Idempotency-Key, a retry answers the first answer again and creates nothing.',
-        body: schemas.create,
-        response: { 201: createdResponse(schemas.records), ...COMMON_ERRORS, ...idempotencyResponses },
-      },
-    },
+    routes.create({ headers: schemas.createHeaders, operationId: camelCase('create', name), summary: `Create a ${name}`, body: schemas.create }),
     async (request, reply) =>
       createIdempotently<TaggedRecord>(request, reply, {
         schema,
         create: (guard) => service.create(request.body as RecordValues, guard),
-        answer: ({ id, body, etag }) => ({ status: 201, body, headers: { etag, location: recordLocation(collection, id) } }),
+        answer: createdAnswer(collection),
       }),
   );
 
   app.put(
     '/:id',
-    {
-      config: authenticated,
-      schema: {
-        ...secured,
-        operationId: camelCase('update', name),
-        summary: `Update a ${name}: only the fields given change`,
-        description: 'With If-Match, only while the record still has that ETag (else 412 and nothing changes).',
-        params: schemas.params,
-        body: schemas.update,
-        response: { 200: taggedResponse(schemas.records), 404: problemSchema, 412: preconditionFailedResponse, 422: problemSchema, ...COMMON_ERRORS },
-      },
-    },
-    async (request, reply) => {
-      const { body, etag } = await service.update(request.params.id, request.body as RecordValues, writePrecondition(request));
-      return sendJson(reply.header('etag', etag), 200, body);
-    },
+    routes.update({
+      operationId: camelCase('update', name),
+      summary: `Update a ${name}: only the fields given change`,
+      params: schemas.params,
+      body: schemas.update,
+      responses: { 404: problemSchema, 422: problemSchema, ...COMMON_ERRORS },
+    }),
+    async (request, reply) => sendWritten(reply, await service.update(request.params.id, request.body as RecordValues, writePrecondition(request))),
   );
 
   app.delete(
     '/:id',
-    {
-      config: authenticated,
-      schema: {
-        ...secured,
-        operationId: camelCase('delete', name),
-        summary: `Delete a ${name}`,
-        description: 'With If-Match, only while the record still has that ETag (else 412 and nothing changes).',
-        params: schemas.params,
-        response: { 204: NO_CONTENT, 404: problemSchema, 412: preconditionFailedResponse, ...COMMON_ERRORS },
-      },
-    },
+    routes.delete({ operationId: camelCase('delete', name), summary: `Delete a ${name}`, params: schemas.params, responses: { 404: problemSchema, ...COMMON_ERRORS } }),
     async (request, reply) => {
       await service.delete(request.params.id, writePrecondition(request));
       return (reply as FastifyReply).code(204).send();

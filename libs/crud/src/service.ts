@@ -1,4 +1,4 @@
-import { entityTag, guardRows, preconditionFailed, type CreateGuard, type Page, type Precondition } from '@app/platform';
+import { guardRows, onTaggedRow, tagJson, writeProblem, type CreateGuard, type Page, type Precondition, type RecordAnswer } from '@app/platform';
 import { createHash } from 'node:crypto';
 import type { Domain } from './define-domain.js';
 import { recordNotFound, uniqueConflict } from './errors.js';
@@ -6,11 +6,7 @@ import type { ListPage, RecordCache } from './record-cache.js';
 import type { DomainRecord, DomainRepository, RecordFilters, RecordValues } from './repository.js';
 
 /** A record's answer: its id, the JSON array of it, and its entity tag (the hash of exactly that JSON). */
-export interface TaggedRecord {
-  id: string;
-  body: string;
-  etag: string;
-}
+export type TaggedRecord = RecordAnswer<string>;
 
 /**
  * The use cases of one generic domain. Reads answer serialized JSON arrays, so a cache hit is
@@ -29,10 +25,9 @@ export interface DomainService {
   delete(id: string, precondition?: Precondition): Promise<void>;
 }
 
-const tagged = (id: string, body: string): TaggedRecord => ({ id, body, etag: entityTag(body) });
-const answerOf = (record: DomainRecord) => tagged(String(record.id), JSON.stringify([record]));
+const answerOf = (record: DomainRecord) => tagJson(String(record.id), JSON.stringify([record]));
 /** The precondition on the record's tag, as the repository checks it on the locked row. */
-const onRecord = (precondition: Precondition | undefined) => precondition && ((record: DomainRecord) => precondition(answerOf(record).etag));
+const onRecord = (precondition: Precondition | undefined) => onTaggedRow(precondition, (record: DomainRecord) => answerOf(record).etag);
 
 export interface DomainServiceDependencies {
   repository: DomainRepository;
@@ -58,6 +53,7 @@ export function normalizeQuery(page: Page, filters: RecordFilters, count: boolea
 
 export function createDomainService(domain: Domain, deps: DomainServiceDependencies): DomainService {
   const { repository, cache } = deps;
+  const conflict = () => uniqueConflict(domain.name, domain.unique);
   /** Runs after a commit: the cache must not answer the old state once the caller has its reply. */
   const committed = async (id: string) => {
     deps.onCommitted?.();
@@ -70,35 +66,36 @@ export function createDomainService(domain: Domain, deps: DomainServiceDependenc
         return record ? JSON.stringify([record]) : null;
       });
       if (body === null) throw recordNotFound(domain.name, id);
-      return tagged(id, body);
+      return tagJson(id, body);
     },
 
     list: (page, filters, options) =>
       cache.list(normalizeQuery(page, filters, options.count), async () => {
         const [found, total] = await Promise.all([repository.list(page, filters), options.count ? repository.count(filters) : undefined]);
-        return { body: JSON.stringify(found.records), size: found.records.length, hasMore: found.hasMore, ...(total === undefined ? {} : { total }) };
+        return { records: JSON.stringify(found.records), returned: found.records.length, hasMore: found.hasMore, ...(total === undefined ? {} : { total }) };
       }),
 
     create: async (values, guard) => {
       const record = await repository.create(values, guardRows(guard, answerOf));
-      if (!record) throw uniqueConflict(domain.name, domain.unique);
+      if (!record) throw conflict();
       await committed(String(record.id));
       return answerOf(record);
     },
 
     update: async (id, values, precondition) => {
-      const result = await repository.update(id, values, onRecord(precondition));
-      if (result.status === 'not-found') throw recordNotFound(domain.name, id);
-      if (result.status === 'precondition-failed') throw preconditionFailed();
-      if (result.status === 'conflict') throw uniqueConflict(domain.name, domain.unique);
+      const record = await repository.update(id, values, onRecord(precondition)).catch((error: unknown) => {
+        throw writeProblem(error, conflict);
+      });
+      if (!record) throw recordNotFound(domain.name, id);
       await committed(id);
-      return answerOf(result.record);
+      return answerOf(record);
     },
 
     delete: async (id, precondition) => {
-      const result = await repository.delete(id, onRecord(precondition));
-      if (result === 'not-found') throw recordNotFound(domain.name, id);
-      if (result === 'precondition-failed') throw preconditionFailed();
+      const deleted = await repository.delete(id, onRecord(precondition)).catch((error: unknown) => {
+        throw writeProblem(error);
+      });
+      if (!deleted) throw recordNotFound(domain.name, id);
       await committed(id);
     },
   };

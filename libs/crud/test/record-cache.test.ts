@@ -68,24 +68,24 @@ describe.each(caches)('record cache over %s', (_kind, open) => {
   it('does not store a list page loaded before another replica\'s invalidation', async () => {
     const cache = await open();
     const [reader, writer] = [0, 1].map(() => createRecordCache({ cache, domain: 'thing', ttlSeconds: 600, logger: silentLogger() }));
-    const held = heldLoad({ body: '[old]', size: 1, hasMore: false });
+    const held = heldLoad({ records: '[old]', returned: 1, hasMore: false });
     const slow = reader!.list('q', held.load);
     await held.loading;
     await writer!.invalidate('any');
     held.release();
-    expect((await slow).body).toBe('[old]');
-    expect((await reader!.list('q', async () => ({ body: '[new]', size: 1, hasMore: false }))).body).toBe('[new]');
+    expect((await slow).records).toBe('[old]');
+    expect((await reader!.list('q', async () => ({ records: '[new]', returned: 1, hasMore: false }))).records).toBe('[new]');
     await cache.close();
   });
 
   it('keys list pages by generation: an invalidation makes every page unreachable', async () => {
     const cache = await open();
     const records = createRecordCache({ cache, domain: 'thing', ttlSeconds: 600, logger: silentLogger() });
-    const page = (body: string) => async () => ({ body, size: 1, hasMore: true, total: 7 });
-    expect(await records.list('q', page('[1]'))).toEqual({ body: '[1]', size: 1, hasMore: true, total: 7 });
-    expect((await records.list('q', page('[2]'))).body).toBe('[1]');
+    const page = (body: string) => async () => ({ records: body, returned: 1, hasMore: true, total: 7 });
+    expect(await records.list('q', page('[1]'))).toEqual({ records: '[1]', returned: 1, hasMore: true, total: 7 });
+    expect((await records.list('q', page('[2]'))).records).toBe('[1]');
     await records.invalidate('any');
-    expect((await records.list('q', page('[3]'))).body).toBe('[3]');
+    expect((await records.list('q', page('[3]'))).records).toBe('[3]');
     await cache.close();
   });
 });
