@@ -1,8 +1,8 @@
 import { credentialsService } from '@app/credentials';
 import { crudService } from '@app/crud-service';
-// The docs only: the gateway's proxy (and undici under it) is never loaded in the all-in-one.
-import { PLATFORM_DESCRIPTION, PLATFORM_TITLE, registerDocs } from '@app/gateway/docs';
-import { gatewayConfig } from '@app/gateway/config';
+// The docs and the config only: the gateway loads its proxy (and undici under it) when its
+// routes are built, which never happens in the all-in-one (test/entry.test.ts).
+import { gatewayConfig, PLATFORM_DESCRIPTION, PLATFORM_TITLE, registerDocs } from '@app/gateway';
 import { healthService } from '@app/health';
 import { identityService } from '@app/identity';
 import { ssoService } from '@app/sso';

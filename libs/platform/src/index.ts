@@ -44,4 +44,5 @@ export * from './clients/internal-api.js';
 export * from './clients/replicas.js';
 export * from './service/compose.js';
 export * from './service/define-service.js';
+export * from './service/edge.js';
 export * from './thread-pool-priority.js';

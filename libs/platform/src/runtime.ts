@@ -17,6 +17,7 @@ import { createLogger, type Logger } from './logger.js';
 import { startManagementServer, type ManagementServer } from './metrics/management.js';
 import { buildServiceApp } from './service/compose.js';
 import type { Service } from './service/define-service.js';
+import { buildEdgeApp, type Edge } from './service/edge.js';
 
 /** What a service is built from: typed config (the shared variables, and the services' own) and the adapters behind the ports. */
 export interface Dependencies<Config extends SharedConfig = SharedConfig> {
@@ -47,14 +48,17 @@ export async function openDependencies<Config extends SharedConfig>(
         keyPrefix: (config.CACHE_KEY_PREFIX ?? '') + (options.cacheKeyPrefix ?? '') || undefined,
       })
     : createMemoryCache({ maxEntries: config.CACHE_MAX_ENTRIES });
-  const bus = config.NATS_URL
-    ? await createNatsBus({ servers: config.NATS_URL, logger, name: options.name, stream: config.NATS_STREAM })
-    : createLocalBus({ logger });
+  const bus = await openBus(config, logger, options.name);
   logger.info(
     { database: database.kind, cache: cache.kind, bus: bus.kind },
     config.DATABASE_URL ? 'dependencies opened' : 'dependencies opened (embedded database)',
   );
   return { config, logger, database, cache, bus };
+}
+
+/** Opens the bus the configuration names: NATS JetStream when NATS_URL is set (as client `name`), in process otherwise. */
+export async function openBus(config: SharedConfig, logger: Logger, name: string): Promise<Bus> {
+  return config.NATS_URL ? await createNatsBus({ servers: config.NATS_URL, logger, name, stream: config.NATS_STREAM }) : createLocalBus({ logger });
 }
 
 /**
@@ -246,5 +250,19 @@ export async function runService<Own extends object>(service: Service<Own>): Pro
   await serve(service.name, config, logger, () => buildServiceApp(service, deps), {
     defaultPort: SERVICES[service.name].port,
     onClosed: (step) => closeDependencies(deps, step),
+  });
+}
+
+/**
+ * The entry of an edge (`node services/<name>/dist/main.js`): it keeps no state, so only the
+ * bus is opened (for the revocations its verifier refuses), never a database or a cache.
+ */
+export async function runEdge<Own extends object>(edge: Edge<Own>): Promise<void> {
+  const config = loadConfigOrExit(edge.config ? [edge.config] : []) as SharedConfig & Own;
+  const logger = createLogger(config);
+  const bus = await openBus(config, logger, edge.name);
+  await serve(edge.name, config, logger, () => buildEdgeApp(edge, { config, logger, bus }), {
+    defaultPort: SERVICES[edge.name].port,
+    onClosed: (step) => step('bus', () => bus.close()),
   });
 }
