@@ -70,7 +70,7 @@ export interface Target {
 const at = (value: number | undefined) => value ?? Number.NaN;
 
 export const TARGETS: Partial<Record<ScenarioKey, Target>> = {
-  read: { text: '>= 0.5x nginx', needs: 'ratio', pass: (row) => at(row.ratio) >= 0.5 },
+  read: { text: '>= 0.6x nginx', needs: 'ratio', pass: (row) => at(row.ratio) >= 0.6 },
   ping: { text: '>= 0.7x nginx', needs: 'ratio', pass: (row) => at(row.ratio) >= 0.7 },
   split: { text: '>= 0.25x nginx', needs: 'ratio', pass: (row) => at(row.ratio) >= 0.25 },
   splitRevoked: { text: '>= 0.95x (c)', needs: 'ofSplit', pass: (row) => at(row.ofSplit) >= 0.95 },
