@@ -309,9 +309,11 @@ describe("a service's housekeeping", () => {
       description: 'housekeeper',
       checks: [],
       routes: async (_scope, context) => {
-        context.every('sweeping', 5, async () => {
+        // Fails every time: at once (a throw before any promise) and as a rejection, in turn.
+        context.every('sweeping', 5, () => {
           runs.push('sweep');
-          throw new Error('the sweep failed');
+          if (runs.length % 2 === 1) throw new Error('the sweep failed at once');
+          return Promise.reject(new Error('the sweep failed'));
         });
         await context.subscribe('housekeeping.>', async (message) => void heard.push(message.data), { broadcast: true });
         await context.respond('housekeeping.ask', async (question) => ({ answer: question }));
@@ -319,7 +321,7 @@ describe("a service's housekeeping", () => {
     });
     const app = await buildServiceApp(housekeeper, deps);
     try {
-      await waitFor(() => runs.length >= 2);
+      await waitFor(() => runs.length >= 3);
       await deps.bus.publish('housekeeping.done', { n: 1 });
       await waitFor(() => heard.length === 1);
       expect(heard).toEqual([{ n: 1 }]);

@@ -187,7 +187,8 @@ function serviceHousekeeping(deps: Dependencies, name: ServiceName): { context: 
     context: {
       every: (task, intervalMs, run) => {
         const timer = setInterval(() => {
-          run().catch((error: unknown) => logger.error({ err: error, task }, `${task} failed`));
+          // Through a promise, so a task that throws at once is logged like one that rejects.
+          Promise.resolve().then(run).catch((error: unknown) => logger.error({ err: error, task }, `${task} failed`));
         }, intervalMs);
         timer.unref();
         timers.push(timer);
