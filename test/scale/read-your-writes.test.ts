@@ -17,6 +17,8 @@ const ROUNDS = 20;
 const RACING_READS = 10;
 /** The racing reads are spread over each write's first milliseconds: one every millisecond. */
 const RACE_WINDOW_MS = 10;
+/** How many times a read that answered 503 is sent in all before its answer counts. */
+const READ_ATTEMPTS = 4;
 
 const JSON_BODY = { 'content-type': 'application/json' };
 /** A valid S256 challenge (43 base64url characters): the authorize page checks its shape only. */
@@ -89,9 +91,25 @@ describeIf(real, NEEDS_REAL_SERVERS)('read-your-writes, 2 replicas of every serv
     if (response.status !== expected) throw new Error(`${method} ${url}: ${response.status} (expected ${expected}) ${text}`);
     return text ? (JSON.parse(text) as Json[]) : [];
   };
+  /**
+   * A read as a client makes it: a 503 (a dependency slower than its budget, as on a loaded
+   * machine) says to come back after Retry-After, so it is asked again, a few times at most and
+   * counted. Whatever answers then must still not be stale.
+   */
+  let askedAgain = 0;
+  const read = async (url: string, init: RequestInit = {}): Promise<Response> => {
+    for (let attempt = 1; ; attempt++) {
+      const response = await fetch(url, { headers: auth, ...init });
+      if (response.status !== 503 || attempt === READ_ATTEMPTS) return response;
+      askedAgain += 1;
+      await response.arrayBuffer();
+      const seconds = Number(response.headers.get('retry-after') ?? '1');
+      await new Promise((resolve) => setTimeout(resolve, Math.min(Number.isFinite(seconds) ? seconds : 1, 2) * 1000));
+    }
+  };
   /** The record a GET answers (one field of it), or GONE on a 404. */
   const readField = async (url: string, field: string): Promise<State> => {
-    const response = await fetch(url, { headers: auth });
+    const response = await read(url);
     if (response.status === 404) return GONE;
     const body = (await readJson(response)) as unknown as Json[];
     if (response.status !== 200) throw new Error(`GET ${url}: ${response.status} ${JSON.stringify(body)}`);
@@ -117,7 +135,7 @@ describeIf(real, NEEDS_REAL_SERVERS)('read-your-writes, 2 replicas of every serv
     reads: async (base, id) => {
       const byId = await readField(`${base}/api/v1/products/${id}`, 'stock');
       // The list page that holds the record, filtered to it: cached under the domain's generation.
-      const response = await fetch(`${base}/api/v1/products?name=eq.${encodeURIComponent(productNames.get(id)!)}`, { headers: auth });
+      const response = await read(`${base}/api/v1/products?name=eq.${encodeURIComponent(productNames.get(id)!)}`);
       const page = (await readJson(response)) as unknown as Json[];
       if (response.status !== 200) throw new Error(`list: ${response.status} ${JSON.stringify(page)}`);
       return [byId, page.length === 0 ? GONE : JSON.stringify(page[0]!.stock)];
@@ -180,7 +198,7 @@ describeIf(real, NEEDS_REAL_SERVERS)('read-your-writes, 2 replicas of every serv
       const registered = api === GONE ? [] : (JSON.parse(api) as string[]);
       for (const uri of [...registered, redirectUri(-1)]) {
         const query = new URLSearchParams({ response_type: 'code', client_id: id, redirect_uri: uri, scope: 'openid', code_challenge: CHALLENGE, code_challenge_method: 'S256' });
-        const response = await fetch(`${base}/api/v1/sso/authorize?${query}`, { redirect: 'manual' });
+        const response = await read(`${base}/api/v1/sso/authorize?${query}`, { headers: {}, redirect: 'manual' });
         await response.arrayBuffer();
         if (response.status === 200) accepted.push(uri);
       }
@@ -227,7 +245,7 @@ describeIf(real, NEEDS_REAL_SERVERS)('read-your-writes, 2 replicas of every serv
     const kind = kindOf();
     const results = await Promise.all(Array.from({ length: RECORDS }, (_, index) => exercise(kind, index)));
     const stale = results.flatMap((result) => result.stale);
-    figures.push(`${kind.name}: ${RECORDS} records x ${ROUNDS} writes, ${RACING_READS} racing reads each, ${results.reduce((sum, r) => sum + r.reads, 0)} reads after the answers, ${stale.length} stale`);
+    figures.push(`${kind.name}: ${RECORDS} records x ${ROUNDS} writes, ${RACING_READS} racing reads each, ${results.reduce((sum, r) => sum + r.reads, 0)} reads after the answers, ${stale.length} stale${askedAgain > 0 ? ` (${askedAgain} answered 503 first and were asked again so far)` : ''}`);
     expect(stale).toEqual([]);
   });
 });
