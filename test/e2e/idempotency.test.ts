@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startSplit, type SplitCluster } from '@app/split';
 import { createTestDatabase, itIf, REAL, testModes } from '@app/testing';
 import { bootstrapAdmin, startAllInOne, startInProcessSplit, type Running } from '../support/deployments.js';
+import { CLUSTER_ENV } from '../support/replicas.js';
 
 const admin = bootstrapAdmin();
 
@@ -39,6 +40,7 @@ const targets: Target[] = [
                 REDIS_URL: REAL.redisUrl,
                 NATS_URL: REAL.natsUrl,
                 LOG_LEVEL: 'warn',
+                ...CLUSTER_ENV,
                 CACHE_KEY_PREFIX: `idempotency:${randomUUID().slice(0, 8)}:`,
                 ...admin.env,
               },

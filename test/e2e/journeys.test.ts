@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startSplit } from '@app/split';
 import { createTestDatabase, eventually, readJson, REAL, SETTLE_BUDGET_MS, testModes, type Json } from '@app/testing';
 import { bootstrapAdmin, startAllInOne, type Running } from '../support/deployments.js';
+import { CLUSTER_ENV } from '../support/replicas.js';
 
 const admin = bootstrapAdmin();
 const ADMIN_ENV = admin.env;
@@ -22,7 +23,7 @@ const targets: { name: string; start(): Promise<Running> }[] = [
               replicas: 2,
               port: 0,
               output: () => undefined,
-              env: { PATH: process.env.PATH, DATABASE_URL: db.url, REDIS_URL: REAL.redisUrl, NATS_URL: REAL.natsUrl, LOG_LEVEL: 'warn', CACHE_KEY_PREFIX: `journeys:${randomUUID().slice(0, 8)}:`, ...ADMIN_ENV },
+              env: { PATH: process.env.PATH, DATABASE_URL: db.url, REDIS_URL: REAL.redisUrl, NATS_URL: REAL.natsUrl, LOG_LEVEL: 'warn', ...CLUSTER_ENV, CACHE_KEY_PREFIX: `journeys:${randomUUID().slice(0, 8)}:`, ...ADMIN_ENV },
             }).catch(async (error: unknown) => {
               await db.drop();
               throw error;

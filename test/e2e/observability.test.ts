@@ -11,6 +11,7 @@ import { startPlatform } from '@app/all-in-one';
 import { startSplit } from '@app/split';
 import { CORS_EXPOSED, corsHeadersOf, corsPreflightAllowance, createTestDatabase, eventually, readJson, REAL, SETTLE_BUDGET_MS, silentLogger, testModes } from '@app/testing';
 import { openPlatformDependencies } from '../support/platform.js';
+import { CLUSTER_ENV } from '../support/replicas.js';
 
 interface Running {
   url: string;
@@ -53,7 +54,7 @@ const targets: { name: string; start(): Promise<Running> }[] = [
               replicas: 1,
               port: 0,
               output: () => undefined,
-              env: { PATH: process.env.PATH, DATABASE_URL: db.url, REDIS_URL: REAL.redisUrl, NATS_URL: REAL.natsUrl, LOG_LEVEL: 'warn', CACHE_KEY_PREFIX: `observability:${randomUUID().slice(0, 8)}:`, ...ENV },
+              env: { PATH: process.env.PATH, DATABASE_URL: db.url, REDIS_URL: REAL.redisUrl, NATS_URL: REAL.natsUrl, LOG_LEVEL: 'warn', ...CLUSTER_ENV, CACHE_KEY_PREFIX: `observability:${randomUUID().slice(0, 8)}:`, ...ENV },
             }).catch(async (error: unknown) => {
               await db.drop();
               throw error;

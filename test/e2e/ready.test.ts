@@ -8,6 +8,7 @@ import { startSplit, type SplitCluster } from '@app/split';
 import { createSsoService } from '@app/sso';
 import { createTestDatabase, describeIf, NEEDS_REAL_SERVERS, REAL, silentLogger, testModes } from '@app/testing';
 import { openPlatformDependencies, type PlatformDependencies } from '../support/platform.js';
+import { CLUSTER_ENV } from '../support/replicas.js';
 
 const passwordGrant = (url: string, username: string, password: string) =>
   fetch(`${url}/api/v1/sso/token`, {
@@ -86,7 +87,7 @@ describeIf(REAL.databaseUrl && REAL.redisUrl && REAL.natsUrl, NEEDS_REAL_SERVERS
       replicas: 2,
       port: 0,
       output: (_name, line) => output(line),
-      env: { PATH: process.env.PATH, DATABASE_URL: db.url, REDIS_URL: REAL.redisUrl, NATS_URL: REAL.natsUrl, LOG_LEVEL: 'warn', CACHE_KEY_PREFIX: `ready:${randomUUID().slice(0, 8)}:`, ...env },
+      env: { PATH: process.env.PATH, DATABASE_URL: db.url, REDIS_URL: REAL.redisUrl, NATS_URL: REAL.natsUrl, LOG_LEVEL: 'warn', ...CLUSTER_ENV, CACHE_KEY_PREFIX: `ready:${randomUUID().slice(0, 8)}:`, ...env },
     }).catch(async (error: unknown) => {
       await db.drop();
       throw error;

@@ -9,6 +9,7 @@ import { connect } from '@nats-io/transport-node';
 import { createNatsBus, type Bus, type BusMessage } from '@app/platform';
 import { startSplit, type SplitCluster } from '@app/split';
 import { createTestDatabase, describeIf, eventually, NEEDS_REAL_SERVERS, REAL, readJson, SETTLE_BUDGET_MS, START_BUDGET_MS, silentLogger, type Json } from '@app/testing';
+import { CLUSTER_ENV } from '../support/replicas.js';
 
 const real = REAL.databaseUrl && REAL.redisUrl && REAL.natsUrl ? REAL : undefined;
 
@@ -57,6 +58,7 @@ describeIf(real, NEEDS_REAL_SERVERS)('split mode, 2 replicas of every service, o
         REDIS_URL: real!.redisUrl,
         NATS_URL: real!.natsUrl,
         LOG_LEVEL: 'warn',
+        ...CLUSTER_ENV,
         // This run's own Redis keys (sign-up counters, cached records), whatever ran before on this Redis.
         CACHE_KEY_PREFIX: `scale:${randomUUID().slice(0, 8)}:`,
         BOOTSTRAP_ADMIN_EMAIL: admin.email,

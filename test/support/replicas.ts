@@ -14,6 +14,14 @@ export function topologyCases<T extends string>(inProcess: readonly T[]): (reado
 }
 
 /**
+ * What every split cluster a suite starts sets for its processes: a pool of 4 connections each
+ * (DATABASE_POOL_MAX). At the default 10, one cluster of two replicas (ten processes) could
+ * hold all of Postgres' default max_connections (100) alone, and two suites' clusters at once
+ * (jest runs two) got "too many clients" as 503s. deploy/k8s sizes it the same way.
+ */
+export const CLUSTER_ENV = { DATABASE_POOL_MAX: '4' } as const;
+
+/**
  * Two replicas of every service and the gateway in front, as child processes sharing `deps`'s
  * database, Redis key prefix and JetStream stream, so the suite reads and subscribes to what
  * they write. `env` adds to (or overrides) that for every process; `output` gets their lines
@@ -37,6 +45,7 @@ export async function startReplicas(
       NATS_STREAM: deps.natsStream,
       LOG_LEVEL: 'warn',
       TRUST_PROXY: deps.config.TRUST_PROXY,
+      ...CLUSTER_ENV,
       ...options.env,
     },
   });
