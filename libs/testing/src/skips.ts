@@ -23,10 +23,12 @@ const jestGlobals = () => globalThis as unknown as { describe: typeof Describe; 
  * This is the one place a suite skips: the reporter lists each skip under its reason.
  */
 export function describeIf(condition: unknown, reason: string): (name: string, suite: () => void) => void {
+  // The skip is the point: this machine lacks what the block needs, and the title says what (`reason`).
   return (name, suite) => (condition ? jestGlobals().describe(name, suite) : jestGlobals().describe.skip(skippedTitle(name, reason), suite));
 }
 
 /** `it` where `condition` holds; elsewhere the test is skipped, its title saying `reason`. */
 export function itIf(condition: unknown, reason: string): (name: string, test: () => Promise<unknown> | void, timeout?: number) => void {
+  // As describeIf: skipped only where `condition` fails, with `reason` in the title the reporter lists.
   return (name, test, timeout) => (condition ? jestGlobals().it(name, test, timeout) : jestGlobals().it.skip(skippedTitle(name, reason), test));
 }
