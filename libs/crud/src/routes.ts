@@ -2,6 +2,8 @@ import {
   camelCase,
   createdAnswer,
   createIdempotently,
+  noContentResponse,
+  problemResponses,
   problemSchema,
   recordRoutes,
   sendPage,
@@ -14,7 +16,6 @@ import {
 } from '@app/platform';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import { z } from 'zod';
 import type { Domain, ListQuery } from './define-domain.js';
 import { createRecordCache } from './record-cache.js';
 import { createDomainRepository, type PrismaRawClient, type RecordFilters, type RecordValues } from './repository.js';
@@ -40,8 +41,7 @@ export interface CrudPluginOptions {
 }
 
 /** Responses every protected route can give besides its own. */
-const COMMON_ERRORS = { 400: problemSchema, 401: problemSchema, 500: problemSchema };
-const NO_CONTENT = z.null().describe('No content');
+const COMMON_ERRORS = problemResponses(400, 401, 500);
 
 /** The six routes of a domain, relative to its prefix (`collection`, the path they are served under). */
 function registerRoutes(app: App, domain: Domain, service: DomainService, collection: string, schema: string): void {
@@ -50,14 +50,14 @@ function registerRoutes(app: App, domain: Domain, service: DomainService, collec
     tags: [tag],
     records: schemas.records,
     noun: 'record',
-        headers: schemas.headers,
+    headers: schemas.headers,
     responses: COMMON_ERRORS,
   });
   // operationIds from the domain's names: listProducts, getProduct, ... (`blog_post`, `blog-posts`: getBlogPost, listBlogPosts).
 
   app.get(
     '/ping',
-    { config: { auth: 'public' }, schema: { tags: [tag], operationId: camelCase('ping', plural), summary: `Check that the ${plural} routes answer (no token needed)`, response: { 200: NO_CONTENT, 500: problemSchema } } },
+    { config: { auth: 'public' }, schema: { tags: [tag], operationId: camelCase('ping', plural), summary: `Check that the ${plural} routes answer (no token needed)`, response: { 200: noContentResponse, 500: problemSchema } } },
     async (_request, reply) => (reply as FastifyReply).code(200).send(),
   );
 

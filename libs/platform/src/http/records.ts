@@ -138,7 +138,8 @@ export const createdAnswer =
 
 const READ_DESCRIPTION = 'Answers its ETag; with If-None-Match naming it, a 304 with no body.';
 const CREATE_DESCRIPTION = 'With Idempotency-Key, a retry answers the first answer again and creates nothing.';
-const NO_CONTENT = z.null().describe('No content');
+/** The response of a route that answers no body (a 204, or a ping's 200). */
+export const noContentResponse = z.null().describe('No content');
 const conditionalWrite = (noun: string) => `With If-Match, only while the ${noun} still has that ETag (else 412 and nothing changes).`;
 
 /** Responses by status, as a route's `response` takes them. */
@@ -199,6 +200,6 @@ export function recordRoutes<Records extends z.ZodType>(collection: RecordCollec
     update: <R extends RecordRouteSpec & { params: z.ZodType; body: z.ZodType }>(spec: R) =>
       route(spec, { description: conditionalWrite(collection.noun), ...headers }, (errors) => ({ 200: taggedResponse(records), ...errors, 412: preconditionFailedResponse })),
     delete: <R extends RecordRouteSpec & { params: z.ZodType }>(spec: R) =>
-      route(spec, { description: conditionalWrite(collection.noun), ...headers }, (errors) => ({ 204: NO_CONTENT, ...errors, 412: preconditionFailedResponse })),
+      route(spec, { description: conditionalWrite(collection.noun), ...headers }, (errors) => ({ 204: noContentResponse, ...errors, 412: preconditionFailedResponse })),
   };
 }
