@@ -6,8 +6,10 @@
 //      (a) authenticated cached read-by-id, (b) unauthenticated ping, then (a) again at half
 //      the rate (a) reached, for its p99; the token endpoint (tokens.ts): (d) client_credentials
 //      and (e) refresh_token grants, (f) password logins, (g) token introspection, (h) browser
-//      sign-in round trips, then (a) at half rate beside 40 logins a second; then what /metrics
-//      costs (>= 0.95x): (a) on two more all-in-ones, METRICS=on and off;
+//      sign-in round trips, then (a) at half rate beside 40 logins a second; nginx serving (a)'s
+//      bytes as a static file; then what /metrics costs (>= 0.95x) and what the request log
+//      costs (>= 0.98x): (a) on two more all-in-ones each, METRICS=on and off, LOG_LEVEL=info
+//      and warn;
 //   3. split (platform.ts): crud and the gateway as two processes on real Postgres, Redis and
 //      NATS: (c) cached read-by-id via the gateway, with one crud process, with 10,000 revoked
 //      sessions in every verifier's set, and with two crud replicas;
@@ -26,13 +28,13 @@ import autocannon from 'autocannon';
 import { compareRound, reportCompare } from './compare.js';
 import { cutScenario, revocationScenario } from './bounds.js';
 import { broken, measure } from './measure.js';
-import { startBaseline } from './nginx.js';
+import { startBaseline, startStaticFile } from './nginx.js';
 import { npmStartScenario, reportStart, type StartRow } from './npm-start.js';
 import { createProduct, ENTRIES, PRODUCT, expectStatus, startAllInOne, startJwks, startSplit, type AllInOne, type Jwks } from './platform.js';
 import { cleanUp, cleanUpOnExit } from './processes.js';
 import { profile } from './profile.js';
 import { report, reportRound } from './report.js';
-import type { Row } from './scenarios.js';
+import type { Row, ScenarioKey } from './scenarios.js';
 import { revokedSessions, REVOCATION_COUNT } from './revocations.js';
 import { CONNECTIONS, DURATION, EXTRA, LOG_LEVEL, NGINX, NGINX_WORKERS, PROFILE, ROOT, ROUNDS, runs, WARMUP } from './settings.js';
 import { tokenScenarios } from './tokens.js';
@@ -60,6 +62,7 @@ async function allInOneScenarios(round: number, rows: Row[]): Promise<void> {
     const readUrl = `${platform.base}/api/v1/products/${platform.id}`;
     const read = await measure(round, 'read', { url: readUrl, headers: auth });
     rows.push(read);
+    rows.push(await staticFileOf(round, readUrl, auth, read));
     rows.push(await measure(round, 'ping', { url: `${platform.base}/api/v1/products/ping` }));
     const rate = Math.max(1, Math.floor(read.rps / 2));
     const half = await measure(round, 'half', { url: readUrl, headers: auth, overallRate: rate });
@@ -71,19 +74,52 @@ async function allInOneScenarios(round: number, rows: Row[]): Promise<void> {
 }
 
 /**
- * The cost of /metrics: two fresh all-in-ones, with and without it, side by side, measured
- * with, without, without, with (ABBA): a drift over the phase (the load generator warming up,
- * the machine's other work) weighs on both alike. Comparing with (a) measured minutes earlier
- * in another process swung the ratio from 0.86 to 0.95 between rounds. The pair runs twice,
- * each time started in the other order: of two identical all-in-ones, the one started first
- * served ~2% less here, a bias of the start order that must not count for or against /metrics.
+ * nginx serving the read's answer, byte for byte, as a static file, measured while the
+ * all-in-one idles: (a) over this is how close the platform comes to the least an HTTP server
+ * does for the same bytes.
  */
-async function metricsCost(round: number, rows: Row[]): Promise<void> {
-  const withMetrics: Row[] = [];
+async function staticFileOf(round: number, readUrl: string, headers: Record<string, string>, read: Row): Promise<Row> {
+  const response = await fetch(readUrl, { headers });
+  await expectStatus(response, 200, 'the read, for its bytes');
+  const file = await startStaticFile(Buffer.from(await response.arrayBuffer()));
+  try {
+    const row = await measure(round, 'staticFile', { url: file.url });
+    return { ...row, readOver: read.failures === 0 && row.rps ? read.rps! / row.rps : undefined };
+  } finally {
+    await file.stop();
+  }
+}
+
+/** A setting whose cost (a) measures: two all-in-ones, one with it and one without. */
+interface Feature {
+  on: Record<string, string>;
+  off: Record<string, string>;
+  onKey: ScenarioKey;
+  offKey: ScenarioKey;
+}
+
+const FEATURES = {
+  metrics: { on: {}, off: { METRICS: 'off' }, onKey: 'readMetricsOn', offKey: 'readMetricsOff' },
+  // warn: the request lines (info) are not written; the rest of the process is the same.
+  logs: { on: { LOG_LEVEL: 'info' }, off: { LOG_LEVEL: 'warn' }, onKey: 'readLogsOn', offKey: 'readLogsOff' },
+} satisfies Record<string, Feature>;
+
+/**
+ * The cost of a feature (/metrics, the request log): two fresh all-in-ones, with and without
+ * it, side by side, measured with, without, without, with (ABBA): a drift over the phase (the
+ * load generator warming up, the machine's other work) weighs on both alike. Comparing with
+ * (a) measured minutes earlier in another process swung the ratio from 0.86 to 0.95 between
+ * rounds. The pair runs twice, each time started in the other order: of two identical
+ * all-in-ones, the one started first served ~2% less here, a bias of the start order that
+ * must not count for or against the feature. Answers the off row with `withFeature`: the
+ * rate with it over the rate without.
+ */
+async function featureCost(round: number, feature: Feature): Promise<Row> {
+  const withIt: Row[] = [];
   const without: Row[] = [];
   for (const onFirst of [true, false]) {
-    const startOn = () => startAllInOne();
-    const startOff = () => startAllInOne({ env: { METRICS: 'off' } });
+    const startOn = () => startAllInOne({ env: feature.on });
+    const startOff = () => startAllInOne({ env: feature.off });
     const first = await (onFirst ? startOn : startOff)();
     const second = await (onFirst ? startOff : startOn)().catch(async (error: unknown) => {
       await first.stop();
@@ -95,16 +131,16 @@ async function metricsCost(round: number, rows: Row[]): Promise<void> {
       // Both warm before either counts: a platform's first seconds (JIT, its start's garbage)
       // slow its neighbour too, and would weigh on whichever is measured first.
       for (const platform of [off, on]) await autocannon({ ...options(platform), connections: CONNECTIONS, duration: DURATION });
-      withMetrics.push(await measure(round, 'readMetricsOn', options(on)));
-      without.push(await measure(round, 'readMetricsOff', options(off)), await measure(round, 'readMetricsOff', options(off)));
-      withMetrics.push(await measure(round, 'readMetricsOn', options(on)));
+      withIt.push(await measure(round, feature.onKey, options(on)));
+      without.push(await measure(round, feature.offKey, options(off)), await measure(round, feature.offKey, options(off)));
+      withIt.push(await measure(round, feature.onKey, options(on)));
     } finally {
       await Promise.all([on.stop(), off.stop()]);
     }
   }
-  const counted = [...withMetrics, ...without].every((row) => row.failures === 0);
+  const counted = [...withIt, ...without].every((row) => row.failures === 0);
   const sum = (list: Row[]) => list.reduce((total, row) => total + (row.rps ?? 0), 0);
-  rows.push({ ...without.at(-1)!, rps: sum(without) / without.length, failures: counted ? 0 : 1, withMetrics: sum(withMetrics) / sum(without) });
+  return { ...without.at(-1)!, rps: sum(without) / without.length, failures: counted ? 0 : 1, withFeature: sum(withIt) / sum(without) };
 }
 
 async function splitScenarios(round: number, jwks: Jwks, rows: Row[]): Promise<void> {
@@ -175,7 +211,8 @@ async function runRound(round: number, jwks: Jwks): Promise<Row[]> {
   }
   if (runs('all-in-one')) {
     await phase(round, 'all-in-one', () => allInOneScenarios(round, rows));
-    await phase(round, 'all-in-one, METRICS=on beside METRICS=off', () => metricsCost(round, rows));
+    await phase(round, 'all-in-one, METRICS=on beside METRICS=off', async () => rows.push(await featureCost(round, FEATURES.metrics)));
+    await phase(round, 'all-in-one, LOG_LEVEL=info beside LOG_LEVEL=warn', async () => rows.push(await featureCost(round, FEATURES.logs)));
   }
   if (runs('split')) {
     await phase(round, 'split mode', () => splitScenarios(round, jwks, rows));

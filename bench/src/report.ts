@@ -52,7 +52,8 @@ export function report(rounds: Row[][]): void {
       ratio: median(defined(counted.map((r) => r.ratio))),
       idleP99: median(counted.map((r) => r.idleP99 ?? 0)),
       ofSplit: median(defined(counted.map((r) => r.ofSplit))),
-      withMetrics: median(defined(counted.map((r) => r.withMetrics))),
+      withFeature: median(defined(counted.map((r) => r.withFeature))),
+      readOver: median(defined(counted.map((r) => r.readOver))),
     };
     const target = TARGETS[key];
     let verdict = '';

@@ -136,6 +136,23 @@ function prettyDestination(out: DestinationStream, colorize: boolean): Destinati
   return { write: (line: string) => out.write(format(line)) };
 }
 
+let second = -1;
+let secondPrefix = '';
+/**
+ * pino's `isoTime` (`,"time":"2026-11-27T18:20:00.123Z"`), with the date and time of day
+ * formatted once per second and only the milliseconds per line: `toISOString` on every line
+ * was ~1.4 % of a cached read's CPU (bench profile).
+ */
+function isoTimeOncePerSecond(): string {
+  const now = Date.now();
+  const ms = now % 1000;
+  if (now - ms !== second) {
+    second = now - ms;
+    secondPrefix = `,"time":"${new Date(second).toISOString().slice(0, 20)}`;
+  }
+  return `${secondPrefix}${ms < 10 ? '00' : ms < 100 ? '0' : ''}${ms}Z"`;
+}
+
 /**
  * The process's root logger: JSON lines to stdout (or `destination`), level from config,
  * serializers that never copy a header, cookie or body, and a readable format on a terminal.
@@ -147,7 +164,7 @@ export function createLogger(config: LoggerConfig, destination?: DestinationStre
     redact: { paths: REDACTED_KEYS, censor: '[redacted]' },
     serializers: logSerializers,
     base: undefined,
-    timestamp: pino.stdTimeFunctions.isoTime,
+    timestamp: isoTimeOncePerSecond,
   };
   if (pretty) {
     // Colours only on the terminal itself, where the terminal says it shows them.

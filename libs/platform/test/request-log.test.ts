@@ -1,5 +1,6 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, jest } from '@jest/globals';
 import { AppError, createApp, createLogger, declareAuth, type App } from '@app/platform';
+import { pino } from 'pino';
 import { z } from 'zod';
 
 // Distinctive values, so a search of the raw output cannot miss them or match by chance.
@@ -168,6 +169,69 @@ describe('the request log', () => {
   });
 });
 
+describe("the request line's fast path", () => {
+  /** An app whose routes log through `request.log`, on `logger`. */
+  async function appOn(logger: ReturnType<typeof createLogger>): Promise<App> {
+    const app = await createApp({ name: 'shop', version: '1.0.0', logger, bodyLimit: 4096 });
+    declareAuth(app, 'public');
+    app.get('/quiet/:id', async () => ({ ok: true }));
+    app.get('/chatty/:id', async (request) => {
+      request.log.info({ step: 'looked up' }, 'found it');
+      return { ok: true };
+    });
+    await app.ready();
+    return app;
+  }
+
+  it("writes the bytes pino's own info would, time aside", async () => {
+    const output: string[] = [];
+    const logger = createLogger({ LOG_LEVEL: 'info' }, { write: (line: string) => void output.push(line) });
+    const app = await appOn(logger);
+    try {
+      const response = await app.inject({ method: 'GET', url: '/quiet/1', headers: { 'x-request-id': 'esc"aped\\id' } });
+      expect(response.statusCode).toBe(200);
+      // What pino writes for the same fields through the same chain of children.
+      logger.child({ service: 'shop' }).child({ reqId: response.headers['x-request-id'] }).info({ method: 'GET', route: '/quiet/:id', status: 200, ms: 1.5 }, 'request');
+      const [fast, pinos] = output.map((line) => line.replace(/"time":"[^"]+"/, '"time":""').replace(/"ms":[\d.]+/, '"ms":0'));
+      expect(output).toHaveLength(2);
+      expect(fast).toBe(pinos);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it("gives a route that logs its request's id, and still writes the request's line", async () => {
+    const output: string[] = [];
+    const app = await appOn(createLogger({ LOG_LEVEL: 'info' }, { write: (line: string) => void output.push(line) }));
+    try {
+      const response = await app.inject({ method: 'GET', url: '/chatty/1' });
+      const reqId = response.headers['x-request-id'];
+      expect(output.map((line) => JSON.parse(line) as Record<string, unknown>)).toEqual([
+        expect.objectContaining({ service: 'shop', reqId, step: 'looked up', msg: 'found it' }),
+        expect.objectContaining({ service: 'shop', reqId, route: '/chatty/:id', status: 200, msg: 'request' }),
+      ]);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('writes nothing above info, and a mixin still reaches the line', async () => {
+    const quiet: string[] = [];
+    const quietApp = await appOn(createLogger({ LOG_LEVEL: 'warn' }, { write: (line: string) => void quiet.push(line) }));
+    const mixed: string[] = [];
+    const mixin = pino({ mixin: () => ({ zone: 'eu-1' }) }, { write: (line: string) => void mixed.push(line) });
+    const mixedApp = await appOn(mixin);
+    try {
+      expect((await quietApp.inject({ method: 'GET', url: '/quiet/1' })).statusCode).toBe(200);
+      expect(quiet).toEqual([]);
+      expect((await mixedApp.inject({ method: 'GET', url: '/quiet/1' })).statusCode).toBe(200);
+      expect(mixed.map((line) => JSON.parse(line) as Record<string, unknown>)).toEqual([expect.objectContaining({ zone: 'eu-1', route: '/quiet/:id', msg: 'request' })]);
+    } finally {
+      await Promise.all([quietApp.close(), mixedApp.close()]);
+    }
+  });
+});
+
 describe('the logger', () => {
   it('keeps headers, cookies, query strings and bodies out of req, res and err, and blanks credential keys', () => {
     const output: string[] = [];
@@ -194,6 +258,22 @@ describe('the logger', () => {
       access_token: '[redacted]',
       headers: '[redacted]',
     });
+  });
+
+  it('stamps each line with its ISO time to the millisecond, across seconds', () => {
+    const output: string[] = [];
+    const logger = createLogger({ LOG_LEVEL: 'info' }, { write: (line: string) => void output.push(line) });
+    const instants = ['1999-12-31T23:59:59.999Z', '2000-01-01T00:00:00.005Z', '2000-01-01T00:00:00.050Z', '2000-01-01T00:00:00.500Z', '2000-01-01T00:00:01.000Z'];
+    jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'setInterval', 'setTimeout'] });
+    try {
+      for (const instant of instants) {
+        jest.setSystemTime(new Date(instant));
+        logger.info('tick');
+      }
+    } finally {
+      jest.useRealTimers();
+    }
+    expect(output.map((line) => (JSON.parse(line) as { time: string }).time)).toEqual(instants);
   });
 
   it('shows a client error (AppError under 500) by its code alone', () => {

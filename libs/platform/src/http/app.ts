@@ -9,7 +9,7 @@ import { handleError, sendProblem } from './errors.js';
 import { collectEdgeRoutes, documentRoute, EDGE_ROUTES, finishDocument } from './openapi.js';
 import { clientErrorResponder, DEFAULT_HTTP_LIMITS, registerInputGuards, type HttpLimits } from './input-guards.js';
 import { registerCors } from './cors.js';
-import { registerRequestLog, requestLogController } from './request-log.js';
+import { lazyRequestLogger, registerRequestLog, requestLogController } from './request-log.js';
 import { recordRequestDurations } from '../metrics/metrics.js';
 import { validatorCompiler } from './validation.js';
 import { invalidToken } from '../auth/auth.js';
@@ -111,6 +111,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     genReqId: requestIdFor,
     requestIdHeader: false,
     logController: requestLogController(),
+    childLoggerFactory: lazyRequestLogger,
     bodyLimit: limits.bodyLimit,
     http: {
       maxHeaderSize: limits.maxHeaderSize,
