@@ -126,7 +126,7 @@ interface LineParts {
   start: string;
   /** The logger's timestamp function: `,"time":"..."`. */
   time: () => string;
-  /** The logger itself, whose bindings (`,"service":"crud"`) are read per line. */
+  /** The logger itself, whose bindings (`,"service":"shop"`) are read per line. */
   logger: Record<symbol, unknown>;
   end: string;
   stream: { write(line: string): void };
