@@ -19,6 +19,11 @@ const port = Number(env('PORT'));
 const issuer = `http://127.0.0.1:${port}`;
 /** The resource every access token is for: its tokens are ES256 JWTs, as the platform's are. */
 const RESOURCE = 'urn:bench:api';
+/**
+ * A resource whose access tokens are opaque: the peer refuses to introspect its JWTs
+ * (unsupported_token_type), so access-token introspection is measured on one of these.
+ */
+const OPAQUE_RESOURCE = 'urn:bench:opaque';
 const user = { id: 'bench-user', email: env('PEER_USER_EMAIL') };
 // credentials' defaults (services/credentials/src/config.ts) unless the bench passes ARGON2_*.
 const passwordHash = await argon2.hash(env('PEER_USER_PASSWORD'), {
@@ -52,6 +57,8 @@ const configuration: Configuration = {
     },
   ],
   jwks: { keys: [signingKey] },
+  // The one key is an ES256 one: ID tokens are signed with it too.
+  clientDefaults: { id_token_signed_response_alg: 'ES256' },
   cookies: { keys: [env('PEER_COOKIE_KEY')] },
   findAccount: (_ctx, id) => (id === user.id ? { accountId: id, claims: () => ({ sub: id, email: user.email }) } : undefined),
   features: {
@@ -63,17 +70,15 @@ const configuration: Configuration = {
       enabled: true,
       defaultResource: () => RESOURCE,
       useGrantedResource: () => true,
-      getResourceServerInfo: () => ({ scope: 'api', audience: RESOURCE, accessTokenFormat: 'jwt', jwt: { sign: { alg: 'ES256' } } }),
+      getResourceServerInfo: (_ctx, resource) =>
+        resource === OPAQUE_RESOURCE
+          ? { scope: 'api', audience: OPAQUE_RESOURCE, accessTokenFormat: 'opaque' }
+          : { scope: 'api', audience: RESOURCE, accessTokenFormat: 'jwt', jwt: { sign: { alg: 'ES256' } } },
     },
   },
   // Every refresh rotates, as the platform's do; the peer's reuse detection revokes the grant.
   rotateRefreshToken: true,
   pkce: { required: () => true },
-  // Auto-consent for the one app: the login below grants what it asks.
-  loadExistingGrant: async (ctx) => {
-    const grantId = ctx.oidc.session?.grantIdFor(ctx.oidc.client!.clientId);
-    return grantId ? ctx.oidc.provider.Grant.find(grantId) : undefined;
-  },
 };
 
 const provider = new Provider(issuer, configuration);
@@ -102,6 +107,7 @@ async function interaction(req: IncomingMessage, res: ServerResponse): Promise<v
     await provider.interactionFinished(req, res, { error: 'access_denied', error_description: 'wrong username or password' }, { mergeWithLastSubmission: false });
     return;
   }
+  // The login grants what the app asked (no consent page): the result carries the grant.
   const grant = new provider.Grant({ accountId: user.id, clientId: String(details.params.client_id) });
   grant.addOIDCScope(String(details.params.scope));
   grant.addResourceScope(RESOURCE, 'api');

@@ -29,6 +29,7 @@ interface Side {
 
 const SCENARIOS = {
   clientCredentials: { key: 'clientCredentials', label: 'client_credentials grant', target: 1.2 },
+  // The peer's is of an opaque token: it refuses to introspect its JWTs.
   introspection: { key: 'introspection', label: 'introspection, access token', target: undefined },
   refresh: { key: 'refresh', label: 'refresh_token grant (rotating)', target: 0.7 },
   refreshIntrospection: { key: 'introspection', label: 'introspection, refresh token', target: 1.0 },
@@ -186,11 +187,13 @@ async function startPeer() {
     const granted = await expectStatus(await fetch(tokenUrl, { method: 'POST', headers: FORM, body: form(service) }), 200, "the peer's client_credentials");
     const { access_token } = (await granted.json()) as { access_token: string };
     if (access_token.split('.').length !== 3) throw new Error(`the peer's access token is not a JWT: ${access_token.slice(0, 40)}`);
+    // The peer refuses to introspect its JWT access tokens: its introspection is measured on an opaque one.
+    const opaque = await expectStatus(await fetch(tokenUrl, { method: 'POST', headers: FORM, body: form({ ...service, resource: 'urn:bench:opaque' }) }), 200, "the peer's opaque token");
     const basic = `Basic ${Buffer.from(`bench-service:${secret}`).toString('base64')}`;
     const side: Side = {
       base,
       clientCredentials: { load: { url: tokenUrl, method: 'POST', headers: FORM, body: form(service) } },
-      introspection: await introspectionOf(`${base}/token/introspection`, basic, access_token, "the peer's access token"),
+      introspection: await introspectionOf(`${base}/token/introspection`, basic, ((await opaque.json()) as { access_token: string }).access_token, "the peer's opaque access token"),
       refresh: rotating('/token', refreshTokens, { client_id: 'bench-app' }),
       refreshIntrospection: await introspectionOf(`${base}/token/introspection`, basic, introspected, "the peer's refresh token"),
       authorizationCode: { loop: { run: async (pool) => (await signIn(pool)) !== undefined } },
