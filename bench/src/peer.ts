@@ -6,12 +6,13 @@
 // median of the rounds so far is printed, with the targets of issue 27.
 import { createHash, randomBytes } from 'node:crypto';
 import { join } from 'node:path';
+import autocannon from 'autocannon';
 import { Pool } from 'undici';
 import { measure, measureLoop, median, type ClosedLoop, type Load } from './measure.js';
 import { createDatabase, expectStatus, form, FORM, nodeEnv, startAllInOne, type AllInOne } from './platform.js';
 import { answers, removeDir, startProcess, stopProcess, tempDir, withParts } from './processes.js';
 import type { ScenarioKey } from './scenarios.js';
-import { CONNECTIONS, PEER_DATABASES, ROOT, type PeerDatabase } from './settings.js';
+import { CONNECTIONS, DURATION, PEER_DATABASES, ROOT, type PeerDatabase } from './settings.js';
 import { authorizationCodeRoundTrip, createIntrospector, createUser } from './tokens.js';
 import { freePort } from '@app/testing';
 
@@ -238,6 +239,11 @@ export async function peerRound(round: number): Promise<void> {
     try {
       const peer = await startPeer();
       try {
+        // Both warm before either counts: a process's first seconds (JIT, its start's garbage)
+        // would weigh on whichever is measured first.
+        for (const side of [platform, peer]) {
+          if ('load' in side.clientCredentials) await autocannon({ ...side.clientCredentials.load, connections: CONNECTIONS, duration: DURATION });
+        }
         for (const scenario of Object.keys(SCENARIOS) as Scenario[]) {
           const ours = [await run(round, `${database} platform`, platform.base, scenario, platform[scenario])];
           const theirs = [await run(round, 'peer', peer.base, scenario, peer[scenario])];
