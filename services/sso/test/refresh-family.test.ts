@@ -19,7 +19,7 @@ describe.each(testModes())('refresh-token families (%s)', (mode) => {
   beforeAll(async () => {
     deps = await openTestDependencies(mode);
     await migrateService(deps.database, createSsoService(), deps.logger);
-    repository = createRefreshTokenRepository(createPrismaClient(PrismaClient, deps.database));
+    repository = createRefreshTokenRepository(createPrismaClient(PrismaClient, deps.database), deps.database);
   });
   afterAll(() => deps.dispose());
 
@@ -153,7 +153,7 @@ describe.each(testModes())('the refresh_family migration (%s)', (mode) => {
     await row('s1', allSpent, t, t + 1_000);
 
     await migrateService(deps.database, service, deps.logger);
-    const repository = createRefreshTokenRepository(createPrismaClient(PrismaClient, deps.database));
+    const repository = createRefreshTokenRepository(createPrismaClient(PrismaClient, deps.database), deps.database);
     expect(await repository.live('r3', new Date())).toMatchObject({ familyId: rotated, identityId });
     expect(await repository.spentFamily('r1')).toBe(rotated);
     expect(await repository.spentFamily('r2')).toBe(rotated);

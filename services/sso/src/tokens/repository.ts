@@ -1,5 +1,5 @@
 import { revocationSubject, type LiveRevocationsPage, type LiveRevocationsRequest, type RevocationEvent } from '@app/contracts';
-import { enqueueEvent, type RawExecutor } from '@app/platform';
+import { enqueueEvent, type RawExecutor, type SqlSession } from '@app/platform';
 import { Prisma, type PrismaClient } from '../generated/prisma/client.js';
 
 /** sso's Postgres schema, where its outbox lives. */
@@ -80,50 +80,66 @@ async function recordRevocation(tx: RawExecutor, event: RevocationEvent): Promis
   await enqueueEvent(tx, SSO_SCHEMA, revocationSubject(event.kind), event);
 }
 
-export function createRefreshTokenRepository(prisma: PrismaClient): RefreshTokenRepository {
+/**
+ * `sql` runs the statements of every sign-in, refresh and introspection (insert, rotate,
+ * spentFamily, live, familyOf) on the database port itself: through Prisma's raw API each
+ * would also pay Prisma's query pipeline and driver adapter on the main thread, a cost of the
+ * order of the statement's own. Revocations, rare and in one transaction with the outbox,
+ * stay on Prisma.
+ */
+export function createRefreshTokenRepository(prisma: PrismaClient, sql: SqlSession): RefreshTokenRepository {
   return {
     insert: async (token) => {
-      await prisma.$executeRaw`
-        WITH "family" AS (
-          INSERT INTO "sso"."refresh_family" ("id", "identity_id", "credential_id", "client_id", "scope", "generation", "issued_at")
-          VALUES (${token.familyId}::uuid, ${token.identityId}::uuid, ${token.credentialId}::uuid, ${token.clientId ?? null}, ${token.scope ?? null}, 1, now())
-        )
-        INSERT INTO "sso"."refresh_token" ("id", "token_hash", "family_id", "generation", "created_at", "expires_at")
-        VALUES (${token.id}::uuid, ${token.tokenHash}, ${token.familyId}::uuid, 1, now(), ${token.expiresAt})`;
+      await sql.query(
+        `WITH "family" AS (
+           INSERT INTO "sso"."refresh_family" ("id", "identity_id", "credential_id", "client_id", "scope", "generation", "issued_at")
+           VALUES ($1, $2, $3, $4, $5, 1, now())
+         )
+         INSERT INTO "sso"."refresh_token" ("id", "token_hash", "family_id", "generation", "created_at", "expires_at")
+         VALUES ($6, $7, $1, 1, now(), $8)`,
+        [token.familyId, token.identityId, token.credentialId, token.clientId ?? null, token.scope ?? null, token.id, token.tokenHash, token.expiresAt],
+      );
     },
     rotate: async (tokenHash, now, next) => {
-      const rows = await prisma.$queryRaw<{ id: string; identity_id: string; credential_id: string | null; client_id: string | null; scope: string | null }[]>`
-        WITH "claimed" AS (
-          UPDATE "sso"."refresh_family" AS "family" SET "generation" = "family"."generation" + 1, "issued_at" = ${now}
-          FROM "sso"."refresh_token" AS "token"
-          WHERE "token"."token_hash" = ${tokenHash} AND "family"."id" = "token"."family_id"
-            AND "token"."generation" = "family"."generation" AND "token"."expires_at" > ${now} AND "family"."revoked_at" IS NULL
-          RETURNING "family"."id", "family"."identity_id", "family"."credential_id", "family"."client_id", "family"."scope", "family"."generation"
-        ), "issued" AS (
-          INSERT INTO "sso"."refresh_token" ("id", "token_hash", "family_id", "generation", "created_at", "expires_at")
-          SELECT ${next.id}::uuid, ${next.tokenHash}, "id", "generation", ${now}, ${next.expiresAt} FROM "claimed"
-        )
-        SELECT "id", "identity_id", "credential_id", "client_id", "scope" FROM "claimed"`;
+      const rows = await sql.query<{ id: string; identity_id: string; credential_id: string | null; client_id: string | null; scope: string | null }>(
+        `WITH "claimed" AS (
+           UPDATE "sso"."refresh_family" AS "family" SET "generation" = "family"."generation" + 1, "issued_at" = $2
+           FROM "sso"."refresh_token" AS "token"
+           WHERE "token"."token_hash" = $1 AND "family"."id" = "token"."family_id"
+             AND "token"."generation" = "family"."generation" AND "token"."expires_at" > $2 AND "family"."revoked_at" IS NULL
+           RETURNING "family"."id", "family"."identity_id", "family"."credential_id", "family"."client_id", "family"."scope", "family"."generation"
+         ), "issued" AS (
+           INSERT INTO "sso"."refresh_token" ("id", "token_hash", "family_id", "generation", "created_at", "expires_at")
+           SELECT $3::uuid, $4::text, "id", "generation", $2::timestamptz, $5::timestamptz FROM "claimed"
+         )
+         SELECT "id", "identity_id", "credential_id", "client_id", "scope" FROM "claimed"`,
+        [tokenHash, now, next.id, next.tokenHash, next.expiresAt],
+      );
       const row = rows[0];
       return row ? { familyId: row.id, identityId: row.identity_id, credentialId: row.credential_id, clientId: row.client_id, scope: row.scope } : undefined;
     },
     spentFamily: async (tokenHash) => {
-      const rows = await prisma.$queryRaw<{ family_id: string }[]>`
-        SELECT "token"."family_id" FROM "sso"."refresh_token" AS "token" JOIN "sso"."refresh_family" AS "family" ON "family"."id" = "token"."family_id"
-        WHERE "token"."token_hash" = ${tokenHash} AND "token"."generation" < "family"."generation"`;
+      const rows = await sql.query<{ family_id: string }>(
+        `SELECT "token"."family_id" FROM "sso"."refresh_token" AS "token" JOIN "sso"."refresh_family" AS "family" ON "family"."id" = "token"."family_id"
+         WHERE "token"."token_hash" = $1 AND "token"."generation" < "family"."generation"`,
+        [tokenHash],
+      );
       return rows[0]?.family_id;
     },
     live: async (tokenHash, now) => {
       // The same conditions as rotate's claim: what introspection calls active, a refresh accepts.
-      const rows = await prisma.$queryRaw<{ family_id: string; identity_id: string; created_at: Date; expires_at: Date }[]>`
-        SELECT "token"."family_id", "family"."identity_id", "token"."created_at", "token"."expires_at"
-        FROM "sso"."refresh_token" AS "token" JOIN "sso"."refresh_family" AS "family" ON "family"."id" = "token"."family_id"
-        WHERE "token"."token_hash" = ${tokenHash} AND "token"."generation" = "family"."generation"
-          AND "token"."expires_at" > ${now} AND "family"."revoked_at" IS NULL`;
+      const rows = await sql.query<{ family_id: string; identity_id: string; created_at: Date; expires_at: Date }>(
+        `SELECT "token"."family_id", "family"."identity_id", "token"."created_at", "token"."expires_at"
+         FROM "sso"."refresh_token" AS "token" JOIN "sso"."refresh_family" AS "family" ON "family"."id" = "token"."family_id"
+         WHERE "token"."token_hash" = $1 AND "token"."generation" = "family"."generation"
+           AND "token"."expires_at" > $2 AND "family"."revoked_at" IS NULL`,
+        [tokenHash, now],
+      );
       const row = rows[0];
       return row ? { familyId: row.family_id, identityId: row.identity_id, createdAt: row.created_at, expiresAt: row.expires_at } : undefined;
     },
-    familyOf: async (tokenHash) => (await prisma.refreshToken.findUnique({ where: { tokenHash }, select: { familyId: true } }))?.familyId,
+    familyOf: async (tokenHash) =>
+      (await sql.query<{ family_id: string }>('SELECT "family_id" FROM "sso"."refresh_token" WHERE "token_hash" = $1', [tokenHash]))[0]?.family_id,
     revoke: (which, now, issuedSince, announce) =>
       prisma.$transaction(async (tx) => {
         const where =
