@@ -15,6 +15,7 @@
 //      sessions in every verifier's set, and with two crud replicas;
 //   4. `npm start` exactly as a newcomer runs it (npm-start.ts);
 //   5. the time bounds the test suite leaves to the bench (bounds.ts);
+//   6. the token endpoint beside node-oidc-provider, on PGlite and on Postgres (peer.ts);
 //   and only when BENCH_ONLY names it, `compare` (compare.ts): two variants of the platform's
 //   headline figures side by side.
 // Then a table per round and one with the median of the rounds (ratios to nginx are taken per
@@ -32,6 +33,7 @@ import { startBaseline, startStaticFile } from './nginx.js';
 import { npmStartScenario, reportStart, type StartRow } from './npm-start.js';
 import { createProduct, ENTRIES, PRODUCT, expectStatus, startAllInOne, startJwks, startSplit, type AllInOne, type Jwks } from './platform.js';
 import { cleanUp, cleanUpOnExit } from './processes.js';
+import { peerRound } from './peer.js';
 import { profile } from './profile.js';
 import { report, reportRound } from './report.js';
 import type { Row, ScenarioKey } from './scenarios.js';
@@ -224,6 +226,7 @@ async function runRound(round: number, jwks: Jwks): Promise<Row[]> {
     await phase(round, 'split mode, 2 replicas of every service: revocation', async () => rows.push(await revocationScenario(round)));
     await phase(round, 'split mode, crud cut under load', async () => rows.push(await cutScenario(round, jwks)));
   }
+  if (runs('peer')) await phase(round, 'peer: node-oidc-provider beside the platform', () => peerRound(round));
   if (runs('compare')) {
     const baseline = rows.find((row) => row.key === 'baseline' && row.failures === 0);
     await phase(round, 'compare', () => compareRound(round, jwks, baseline?.rps));

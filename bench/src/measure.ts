@@ -88,11 +88,11 @@ async function closedLoop(url: string, seconds: number, { next, settle, run, wor
 }
 
 /** BENCH_WARMUP seconds of a closed loop (not counted), then BENCH_DURATION seconds; prints and returns the row. */
-export async function measureLoop(round: number, key: ScenarioKey, url: string, options: ClosedLoop): Promise<Row> {
+export async function measureLoop(round: number | string, key: ScenarioKey, url: string, options: ClosedLoop, label: string = LABELS[key]): Promise<Row & { rps: number }> {
   const warm = await closedLoop(url, WARMUP, options);
   const result = await closedLoop(url, DURATION, options);
   const row = { key, rps: result.rps, p50: result.p50, p99: result.p99, failures: warm.failures + result.failures };
-  printRow(round, LABELS[key], line(LABELS[key], row), row.failures);
+  printRow(round, label, line(label, row), row.failures);
   return row;
 }
 

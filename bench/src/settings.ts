@@ -27,7 +27,7 @@ export const PROFILE = process.env.BENCH_PROFILE === '1' || process.argv.include
 export const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
 
 /** The systems a round measures (BENCH_ONLY, comma-separated; default all but `compare`, which runs only when named). */
-export const SYSTEMS = ['nginx', 'all-in-one', 'split', 'npm-start', 'bounds', 'compare'] as const;
+export const SYSTEMS = ['nginx', 'all-in-one', 'split', 'npm-start', 'bounds', 'peer', 'compare'] as const;
 export type System = (typeof SYSTEMS)[number];
 const DEFAULT_SYSTEMS = SYSTEMS.filter((name) => name !== 'compare').join(',');
 const only = (process.env.BENCH_ONLY || DEFAULT_SYSTEMS).split(',').map((name) => name.trim());
@@ -50,6 +50,16 @@ export const B_ROOTS = list(process.env.BENCH_B_ROOT).length > 0 ? list(process.
 export const B_STARTS = list(process.env.BENCH_B_START);
 /** Whether compare measures (c) in split mode too, when a variant is another build (BENCH_COMPARE_SPLIT=0: not). */
 export const COMPARE_SPLIT = process.env.BENCH_COMPARE_SPLIT !== '0';
+
+/** The databases the peer phase runs the platform on (BENCH_PEER_DATABASES, comma-separated; default both). */
+export const PEER_DATABASE_NAMES = ['embedded', 'postgres'] as const;
+export type PeerDatabase = (typeof PEER_DATABASE_NAMES)[number];
+const peerDatabases = (process.env.BENCH_PEER_DATABASES || PEER_DATABASE_NAMES.join(',')).split(',').map((name) => name.trim());
+if (peerDatabases.some((name) => !(PEER_DATABASE_NAMES as readonly string[]).includes(name))) {
+  console.error(`BENCH_PEER_DATABASES takes a comma-separated list of ${PEER_DATABASE_NAMES.join(', ')} (got ${JSON.stringify(process.env.BENCH_PEER_DATABASES)})`);
+  process.exit(2);
+}
+export const PEER_DATABASES = peerDatabases as PeerDatabase[];
 
 export const BASE_DATABASE_URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
 export const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';

@@ -23,24 +23,13 @@ export interface HalfRead {
 export async function tokenScenarios(round: number, platform: AllInOne, read: HalfRead): Promise<Row[]> {
   const rows: Row[] = [];
   const tag = randomUUID().slice(0, 8);
-  const service = await postJson(platform.base, '/api/v1/identity', { name: 'Bench Service', email: `bench-service-${tag}@example.com` });
-  // A resource server: only an identity an admin gave the `introspect` role may introspect (g).
-  const promoted = await fetch(`${platform.base}/api/v1/identity/${service.id}`, {
-    method: 'PUT',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${platform.token}` },
-    body: JSON.stringify({ roles: ['introspect'] }),
-  });
-  await expectStatus(promoted, 200, 'giving the bench service the introspect role');
-  const secret = randomBytes(32).toString('base64url');
-  // The client's own secret is the API key it sends as client_secret.
-  const credential = await postJson(platform.base, '/api/v1/credentials', { identity_id: service.id, provider: 'API_KEY', secret }, platform.token);
+  const { secret, clientAuth } = await createIntrospector(platform, tag);
   const tokenUrl = `${platform.base}/api/v1/sso/token`;
   rows.push(await measure(round, 'clientCredentials', { url: tokenUrl, method: 'POST', headers: FORM, body: form({ grant_type: 'client_credentials', client_secret: secret }) }));
 
   // (g) A resource server asking about one token again and again, as it does for each request it serves.
   const granted = await fetch(tokenUrl, { method: 'POST', headers: FORM, body: form({ grant_type: 'client_credentials', client_secret: secret }) });
   await expectStatus(granted, 200, 'a token to introspect');
-  const clientAuth = `Basic ${Buffer.from(`${encodeURIComponent(credential.id)}:${encodeURIComponent(secret)}`).toString('base64')}`;
   const introspection = {
     url: `${platform.base}/api/v1/sso/introspect`,
     method: 'POST',
@@ -54,10 +43,7 @@ export async function tokenScenarios(round: number, platform: AllInOne, read: Ha
   if (answer.active !== true) throw new Error(`introspection said the bench's fresh token is not active: ${JSON.stringify(answer)}`);
   rows.push(await measure(round, 'introspection', introspection));
 
-  const email = `bench-user-${tag}@example.com`;
-  const password = randomBytes(18).toString('base64url');
-  const user = await postJson(platform.base, '/api/v1/identity', { name: 'Bench User', email });
-  await postJson(platform.base, '/api/v1/credentials', { identity_id: user.id, provider: 'LOCAL', secret: password }, platform.token);
+  const { email, password } = await createUser(platform, tag);
   const login = { path: '/api/v1/sso/token', method: 'POST' as const, headers: FORM, body: form({ grant_type: 'password', username: email, password }) };
 
   // Each worker rotates its own refresh token: every answer carries the next one.
@@ -101,6 +87,33 @@ export async function tokenScenarios(round: number, platform: AllInOne, read: Ha
   return rows;
 }
 
+/**
+ * A resource server: an identity an admin gave the `introspect` role (only such an identity may
+ * introspect) with an API key, its secret and its HTTP Basic authorization.
+ */
+export async function createIntrospector(platform: AllInOne, tag: string): Promise<{ secret: string; clientAuth: string }> {
+  const service = await postJson(platform.base, '/api/v1/identity', { name: 'Bench Service', email: `bench-service-${tag}@example.com` });
+  const promoted = await fetch(`${platform.base}/api/v1/identity/${service.id}`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${platform.token}` },
+    body: JSON.stringify({ roles: ['introspect'] }),
+  });
+  await expectStatus(promoted, 200, 'giving the bench service the introspect role');
+  const secret = randomBytes(32).toString('base64url');
+  // The client's own secret is the API key it sends as client_secret.
+  const credential = await postJson(platform.base, '/api/v1/credentials', { identity_id: service.id, provider: 'API_KEY', secret }, platform.token);
+  return { secret, clientAuth: `Basic ${Buffer.from(`${encodeURIComponent(credential.id)}:${encodeURIComponent(secret)}`).toString('base64')}` };
+}
+
+/** A user who signs in with a password. */
+export async function createUser(platform: AllInOne, tag: string): Promise<{ email: string; password: string }> {
+  const email = `bench-user-${tag}@example.com`;
+  const password = randomBytes(18).toString('base64url');
+  const user = await postJson(platform.base, '/api/v1/identity', { name: 'Bench User', email });
+  await postJson(platform.base, '/api/v1/credentials', { identity_id: user.id, provider: 'LOCAL', secret: password }, platform.token);
+  return { email, password };
+}
+
 /** The redirect URI of the bench's registered client: nothing listens there, the bench reads the Location. */
 const BENCH_REDIRECT_URI = 'http://localhost:8080/callback';
 
@@ -110,7 +123,7 @@ const BENCH_REDIRECT_URI = 'http://localhost:8080/callback';
  * password check at the configured argon2id cost, a 303 with the code), then redeem the code
  * with its PKCE verifier. No session cookie is kept, so every round trip signs in afresh.
  */
-async function authorizationCodeRoundTrip(platform: AllInOne, email: string, password: string): Promise<(pool: Pool) => Promise<boolean>> {
+export async function authorizationCodeRoundTrip(platform: AllInOne, email: string, password: string): Promise<(pool: Pool) => Promise<boolean>> {
   const client = await postJson(platform.base, '/api/v1/sso/clients', { name: 'Bench App', type: 'public', redirect_uris: [BENCH_REDIRECT_URI] }, platform.token);
   const verifier = randomBytes(32).toString('base64url');
   const authorize = `/api/v1/sso/authorize?${form({

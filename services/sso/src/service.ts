@@ -81,7 +81,7 @@ export function createSsoService(options: SsoOptions = {}): Service<SsoOwnConfig
       });
       // Every verifier of this process checks tokens against the key table: no JWKS fetch from itself.
       provide({ verificationKeys: keys.verificationKeys, systemToken: createSystemTokens(signer) });
-      const repository = createRefreshTokenRepository(prisma);
+      const repository = createRefreshTokenRepository(prisma, database);
       const revoker = createRevoker({
         repository,
         eventsCommitted,

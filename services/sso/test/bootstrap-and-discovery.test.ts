@@ -185,19 +185,19 @@ describe.each(testModes())('schema.prisma and the migrations (%s)', (mode) => {
     };
     await prisma.signingKey.create({ data: key });
     expect(await prisma.signingKey.findUniqueOrThrow({ where: { kid: 'kid-1' } })).toEqual(key);
-    const token = {
+    const family = {
       id: randomUUID(),
-      tokenHash: 'h'.repeat(64),
-      familyId: randomUUID(),
       identityId: randomUUID(),
       credentialId: randomUUID(),
       clientId: randomUUID(),
       scope: 'openid offline_access',
-      createdAt: now,
-      expiresAt: now,
-      usedAt: now,
+      generation: 2,
+      issuedAt: now,
       revokedAt: null,
     };
+    await prisma.refreshFamily.create({ data: family });
+    expect(await prisma.refreshFamily.findUniqueOrThrow({ where: { id: family.id } })).toEqual(family);
+    const token = { id: randomUUID(), tokenHash: 'h'.repeat(64), familyId: family.id, generation: 2, createdAt: now, expiresAt: now };
     await prisma.refreshToken.create({ data: token });
     expect(await prisma.refreshToken.findUniqueOrThrow({ where: { id: token.id } })).toEqual(token);
     const client = {

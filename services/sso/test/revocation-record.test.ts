@@ -35,7 +35,7 @@ describe.each(testModes())('sso\'s record of revocations (%s)', (mode) => {
   };
 
   it('keeps the later cut-off and expiry when one subject is revoked twice, and drops it from the answer once expired', async () => {
-    const repository = createRefreshTokenRepository(prisma);
+    const repository = createRefreshTokenRepository(prisma, sso.deps.database);
     const subject = randomUUID();
     const expired = randomUUID();
     const now = nowSeconds();

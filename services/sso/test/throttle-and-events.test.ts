@@ -76,10 +76,11 @@ describe.each(testModes())('credential events (%s)', (mode) => {
 
   const signIn = async (email: string) => String((await sso.token({ grant_type: 'password', username: email, password: PASSWORD })).body.refresh_token);
   const refreshUntilRefused = async (token: string) => {
-    // The event is handled asynchronously: wait until the token's row says revoked (5 s at most).
+    // The event is handled asynchronously: wait until the token's family says revoked (5 s at most).
     for (let i = 0; i < 100; i++) {
       const rows = await sso.deps.database.query<{ n: number }>(
-        'select count(*)::int as n from "sso"."refresh_token" where token_hash = $1 and revoked_at is not null',
+        `select count(*)::int as n from "sso"."refresh_token" as token join "sso"."refresh_family" as family on family.id = token.family_id
+         where token.token_hash = $1 and family.revoked_at is not null`,
         [hashRefreshToken(token)],
       );
       if (rows[0]!.n === 1) break;

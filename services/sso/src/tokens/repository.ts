@@ -1,12 +1,11 @@
 import { revocationSubject, type LiveRevocationsPage, type LiveRevocationsRequest, type RevocationEvent } from '@app/contracts';
-import { enqueueEvent, type RawExecutor } from '@app/platform';
+import { enqueueEvent, type RawExecutor, type SqlSession } from '@app/platform';
 import { Prisma, type PrismaClient } from '../generated/prisma/client.js';
 
 /** sso's Postgres schema, where its outbox lives. */
 const SSO_SCHEMA = 'sso';
 
 export interface ClaimedRefreshToken {
-  id: string;
   familyId: string;
   identityId: string;
   credentialId: string | null;
@@ -31,27 +30,28 @@ export type RevokedSessions =
   | { credentialId: string };
 
 export interface RefreshTokenRepository {
+  /** Starts a family (a sign-in) with its first token. */
   insert(token: { id: string; tokenHash: string; familyId: string; identityId: string; credentialId: string | null; clientId?: string; scope?: string; expiresAt: Date }): Promise<void>;
   /**
-   * A refresh in one statement: marks a live token used and, only when that claim won, inserts
-   * its successor (same family, identity and credential), then returns the claimed token. Of
-   * two concurrent claims of one token exactly one gets a row (the other's UPDATE re-checks
-   * `used_at` after the first commits), and the loser inserts nothing. A token of a revoked
-   * family is refused too: a refresh that raced the revocation (reuse detected by a concurrent
-   * loser, a sign-out) may have inserted its new token after the family's rows were marked,
-   * and that token must not outlive its family. One round trip instead of two.
+   * A refresh in one statement, whatever the family's size: moves the family of a live token
+   * on to the next generation (only when the token is the family's current one and the family
+   * is unrevoked) and, only when that claim won, inserts its successor of that generation;
+   * then returns the claimed token's family. Of two concurrent claims of one token exactly
+   * one gets a row: both meet on the family's row, and the second, once the first commits,
+   * finds the generation moved. A revocation takes the same row, so a refresh that raced it
+   * either committed before (and its successor is revoked with the family) or sees it.
    */
   rotate(tokenHash: string, now: Date, next: { id: string; tokenHash: string; expiresAt: Date }): Promise<ClaimedRefreshToken | undefined>;
-  /** The family of a token that exists but was already used, or undefined. */
+  /** The family of a token that exists but is spent (its family moved past it), or undefined. */
   spentFamily(tokenHash: string): Promise<string | undefined>;
-  /** A token that would be accepted now: unused, unrevoked, unexpired, its family unrevoked. */
+  /** A token that would be accepted now: its family's current one, unexpired, the family unrevoked. */
   live(tokenHash: string, now: Date): Promise<LiveRefreshToken | undefined>;
   /** The family of a token by its hash, whatever its state. */
   familyOf(tokenHash: string): Promise<string | undefined>;
   /**
-   * Revokes the refresh tokens `which` names and, in the same transaction, records the
-   * revocations `announce` makes of the families that had a token issued since `issuedSince`
-   * (those whose access tokens may still be live): see `record`. Answers how many tokens it revoked.
+   * Revokes the families `which` names and, in the same transaction, records the revocations
+   * `announce` makes of those that had a token issued since `issuedSince` (those whose access
+   * tokens may still be live): see `record`. Answers how many families it revoked.
    */
   revoke(which: RevokedSessions, now: Date, issuedSince: Date, announce: (familyIds: string[]) => RevocationEvent[]): Promise<number>;
   /** Records revocations (sso's `revocation` table) and writes their events into sso's outbox, all in one transaction. */
@@ -80,59 +80,81 @@ async function recordRevocation(tx: RawExecutor, event: RevocationEvent): Promis
   await enqueueEvent(tx, SSO_SCHEMA, revocationSubject(event.kind), event);
 }
 
-export function createRefreshTokenRepository(prisma: PrismaClient): RefreshTokenRepository {
+/**
+ * `sql` runs the statements of every sign-in, refresh and introspection (insert, rotate,
+ * spentFamily, live, familyOf) on the database port itself: through Prisma's raw API each
+ * would also pay Prisma's query pipeline and driver adapter on the main thread, a cost of the
+ * order of the statement's own. Revocations, rare and in one transaction with the outbox,
+ * stay on Prisma.
+ */
+export function createRefreshTokenRepository(prisma: PrismaClient, sql: SqlSession): RefreshTokenRepository {
   return {
     insert: async (token) => {
-      await prisma.refreshToken.create({ data: token });
+      await sql.query(
+        `WITH "family" AS (
+           INSERT INTO "sso"."refresh_family" ("id", "identity_id", "credential_id", "client_id", "scope", "generation", "issued_at")
+           VALUES ($1, $2, $3, $4, $5, 1, now())
+         )
+         INSERT INTO "sso"."refresh_token" ("id", "token_hash", "family_id", "generation", "created_at", "expires_at")
+         VALUES ($6, $7, $1, 1, now(), $8)`,
+        [token.familyId, token.identityId, token.credentialId, token.clientId ?? null, token.scope ?? null, token.id, token.tokenHash, token.expiresAt],
+      );
     },
     rotate: async (tokenHash, now, next) => {
-      const rows = await prisma.$queryRaw<{ id: string; family_id: string; identity_id: string; credential_id: string | null; client_id: string | null; scope: string | null }[]>`
-        WITH "claimed" AS (
-          UPDATE "sso"."refresh_token" AS "token" SET "used_at" = ${now}
-          WHERE "token_hash" = ${tokenHash} AND "used_at" IS NULL AND "revoked_at" IS NULL AND "expires_at" > ${now}
-            AND NOT EXISTS (
-              SELECT 1 FROM "sso"."refresh_token" AS "sibling"
-              WHERE "sibling"."family_id" = "token"."family_id" AND "sibling"."revoked_at" IS NOT NULL)
-          RETURNING "id", "family_id", "identity_id", "credential_id", "client_id", "scope"
-        ), "issued" AS (
-          INSERT INTO "sso"."refresh_token" ("id", "token_hash", "family_id", "identity_id", "credential_id", "client_id", "scope", "created_at", "expires_at")
-          SELECT ${next.id}::uuid, ${next.tokenHash}, "family_id", "identity_id", "credential_id", "client_id", "scope", ${now}, ${next.expiresAt} FROM "claimed"
-        )
-        SELECT "id", "family_id", "identity_id", "credential_id", "client_id", "scope" FROM "claimed"`;
+      const rows = await sql.query<{ id: string; identity_id: string; credential_id: string | null; client_id: string | null; scope: string | null }>(
+        `WITH "claimed" AS (
+           UPDATE "sso"."refresh_family" AS "family" SET "generation" = "family"."generation" + 1, "issued_at" = $2
+           FROM "sso"."refresh_token" AS "token"
+           WHERE "token"."token_hash" = $1 AND "family"."id" = "token"."family_id"
+             AND "token"."generation" = "family"."generation" AND "token"."expires_at" > $2 AND "family"."revoked_at" IS NULL
+           RETURNING "family"."id", "family"."identity_id", "family"."credential_id", "family"."client_id", "family"."scope", "family"."generation"
+         ), "issued" AS (
+           INSERT INTO "sso"."refresh_token" ("id", "token_hash", "family_id", "generation", "created_at", "expires_at")
+           SELECT $3::uuid, $4::text, "id", "generation", $2::timestamptz, $5::timestamptz FROM "claimed"
+         )
+         SELECT "id", "identity_id", "credential_id", "client_id", "scope" FROM "claimed"`,
+        [tokenHash, now, next.id, next.tokenHash, next.expiresAt],
+      );
       const row = rows[0];
-      return row
-        ? { id: row.id, familyId: row.family_id, identityId: row.identity_id, credentialId: row.credential_id, clientId: row.client_id, scope: row.scope }
-        : undefined;
+      return row ? { familyId: row.id, identityId: row.identity_id, credentialId: row.credential_id, clientId: row.client_id, scope: row.scope } : undefined;
     },
-    spentFamily: async (tokenHash) =>
-      (await prisma.refreshToken.findFirst({ where: { tokenHash, usedAt: { not: null } }, select: { familyId: true } }))?.familyId,
+    spentFamily: async (tokenHash) => {
+      const rows = await sql.query<{ family_id: string }>(
+        `SELECT "token"."family_id" FROM "sso"."refresh_token" AS "token" JOIN "sso"."refresh_family" AS "family" ON "family"."id" = "token"."family_id"
+         WHERE "token"."token_hash" = $1 AND "token"."generation" < "family"."generation"`,
+        [tokenHash],
+      );
+      return rows[0]?.family_id;
+    },
     live: async (tokenHash, now) => {
       // The same conditions as rotate's claim: what introspection calls active, a refresh accepts.
-      const rows = await prisma.$queryRaw<{ family_id: string; identity_id: string; created_at: Date; expires_at: Date }[]>`
-        SELECT "family_id", "identity_id", "created_at", "expires_at" FROM "sso"."refresh_token" AS "token"
-        WHERE "token_hash" = ${tokenHash} AND "used_at" IS NULL AND "revoked_at" IS NULL AND "expires_at" > ${now}
-          AND NOT EXISTS (
-            SELECT 1 FROM "sso"."refresh_token" AS "sibling"
-            WHERE "sibling"."family_id" = "token"."family_id" AND "sibling"."revoked_at" IS NOT NULL)`;
+      const rows = await sql.query<{ family_id: string; identity_id: string; created_at: Date; expires_at: Date }>(
+        `SELECT "token"."family_id", "family"."identity_id", "token"."created_at", "token"."expires_at"
+         FROM "sso"."refresh_token" AS "token" JOIN "sso"."refresh_family" AS "family" ON "family"."id" = "token"."family_id"
+         WHERE "token"."token_hash" = $1 AND "token"."generation" = "family"."generation"
+           AND "token"."expires_at" > $2 AND "family"."revoked_at" IS NULL`,
+        [tokenHash, now],
+      );
       const row = rows[0];
       return row ? { familyId: row.family_id, identityId: row.identity_id, createdAt: row.created_at, expiresAt: row.expires_at } : undefined;
     },
-    familyOf: async (tokenHash) => (await prisma.refreshToken.findUnique({ where: { tokenHash }, select: { familyId: true } }))?.familyId,
+    familyOf: async (tokenHash) =>
+      (await sql.query<{ family_id: string }>('SELECT "family_id" FROM "sso"."refresh_token" WHERE "token_hash" = $1', [tokenHash]))[0]?.family_id,
     revoke: (which, now, issuedSince, announce) =>
       prisma.$transaction(async (tx) => {
         const where =
           'familyId' in which
-            ? Prisma.sql`"family_id" = ${which.familyId}::uuid`
+            ? Prisma.sql`"id" = ${which.familyId}::uuid`
             : 'credentialId' in which
               ? Prisma.sql`"credential_id" = ${which.credentialId}::uuid`
               : which.exceptFamilyId
-                ? Prisma.sql`"identity_id" = ${which.identityId}::uuid AND "family_id" <> ${which.exceptFamilyId}::uuid`
+                ? Prisma.sql`"identity_id" = ${which.identityId}::uuid AND "id" <> ${which.exceptFamilyId}::uuid`
                 : Prisma.sql`"identity_id" = ${which.identityId}::uuid`;
-        const rows = await tx.$queryRaw<{ family_id: string; created_at: Date }[]>`
-          UPDATE "sso"."refresh_token" SET "revoked_at" = ${now}
+        const rows = await tx.$queryRaw<{ id: string; issued_at: Date }[]>`
+          UPDATE "sso"."refresh_family" SET "revoked_at" = ${now}
           WHERE ${where} AND "revoked_at" IS NULL
-          RETURNING "family_id", "created_at"`;
-        const live = [...new Set(rows.filter((row) => row.created_at >= issuedSince).map((row) => row.family_id))];
+          RETURNING "id", "issued_at"`;
+        const live = rows.filter((row) => row.issued_at >= issuedSince).map((row) => row.id);
         for (const event of announce(live)) await recordRevocation(tx, event);
         return rows.length;
       }),
