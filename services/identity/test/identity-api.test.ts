@@ -145,6 +145,35 @@ describe.each(testModes())('identity through app.inject (%s)', (mode) => {
       expect(byOffset.headers.link).toContain('rel="prev"');
     });
 
+    it('pages by cursor through ties on name: every identity exactly once across sign-ups between pages; 400 naming cursor for another filter', async () => {
+      const tag = randomUUID().slice(0, 8);
+      const signUp = () => call('POST', '/api/v1/identity', { body: { name: 'Tie', email: `tie-${randomUUID().slice(0, 8)}-${tag}@example.com` } }).then((reply) => reply.body![0].id as string);
+      const before: string[] = [];
+      for (let i = 0; i < 5; i++) before.push(await signUp());
+      const nextOf = (link: unknown) => /<([^>]+)>; rel="next"/.exec(String(link ?? ''))?.[1];
+      const seen: string[] = [];
+      let page = await call('GET', `/api/v1/identity?email=ilike.*-${tag}@example.com&sort=-name&limit=2`, { token: admin });
+      for (let step = 0; ; step++) {
+        expect(page.status).toBe(200);
+        seen.push(...page.body!.map((identity: { id: string }) => identity.id));
+        const next = nextOf(page.headers.link);
+        if (!next) break;
+        if (step < 2) await signUp();
+        page = await call('GET', next, { token: admin });
+      }
+      expect(new Set(seen).size).toBe(seen.length);
+      expect(seen).toEqual(expect.arrayContaining(before));
+      expect([...seen].sort().reverse()).toEqual(seen); // one name: ordered by id alone, descending
+
+      const first = await call('GET', `/api/v1/identity?email=ilike.*-${tag}@example.com&sort=-name&limit=2`, { token: admin, headers: { prefer: 'count=estimated' } });
+      const exact = await call('GET', `/api/v1/identity?email=ilike.*-${tag}@example.com&sort=-name&limit=2`, { token: admin, headers: { prefer: 'count=exact' } });
+      expect(first.headers['content-range']).toBe(exact.headers['content-range']);
+      expect(first.headers['content-range']).toMatch(/^0-1\/\d+$/);
+      const cursor = new URLSearchParams(nextOf(first.headers.link)!.split('?')[1]).get('cursor');
+      const foreign = await call('GET', `/api/v1/identity?sort=-name&cursor=${cursor}`, { token: admin });
+      expect([foreign.status, foreign.body!.errors.map((error: { path: string }) => error.path)]).toEqual([400, ['query.cursor']]);
+    });
+
     it('lists only the caller itself for a non-admin, and answers 400 to bad paging, sorts and parameters', async () => {
       const { record, token } = await register();
       expect((await call('GET', '/api/v1/identity', { token })).body).toEqual([record]);
