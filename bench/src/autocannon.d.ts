@@ -8,6 +8,8 @@ declare module 'autocannon' {
     connections?: number;
     duration?: number;
     overallRate?: number;
+    /** Seconds a request may take before it counts as a timeout (10 by default). */
+    timeout?: number;
   }
   interface Histogram {
     average: number;

@@ -17,7 +17,8 @@
 //   5. the time bounds the test suite leaves to the bench (bounds.ts);
 //   6. the token endpoint beside node-oidc-provider, on PGlite and on Postgres (peer.ts);
 //   and only when BENCH_ONLY names it, `compare` (compare.ts): two variants of the platform's
-//   headline figures side by side.
+//   headline figures side by side, and `lists` (lists.ts): a filtered, sorted page of a
+//   million products, deep by cursor and by offset, and its counts.
 // Then a table per round and one with the median of the rounds (ratios to nginx are taken per
 // round, then their median), each target with PASS or FAIL. A failed target is a result (exit
 // 0); a broken run is not (exit 1): a process that does not start, or any non-2xx answer,
@@ -28,6 +29,7 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { compareRound, reportCompare } from './compare.js';
 import { cutScenario, revocationScenario } from './bounds.js';
+import { listScenarios } from './lists.js';
 import { broken, measure } from './measure.js';
 import { startBaseline, startStaticFile } from './nginx.js';
 import { npmStartScenario, reportStart, type StartRow } from './npm-start.js';
@@ -227,11 +229,12 @@ async function runRound(round: number, jwks: Jwks): Promise<Row[]> {
     await phase(round, 'split mode, crud cut under load', async () => rows.push(await cutScenario(round, jwks)));
   }
   if (runs('peer')) await phase(round, 'peer: node-oidc-provider beside the platform', () => peerRound(round));
+  if (runs('lists')) await phase(round, 'lists on 1M products', () => listScenarios(round, jwks));
   if (runs('compare')) {
     const baseline = rows.find((row) => row.key === 'baseline' && row.failures === 0);
     await phase(round, 'compare', () => compareRound(round, jwks, baseline?.rps));
   }
-  reportRound(rows);
+  if (rows.length > 0) reportRound(rows);
   return rows;
 }
 

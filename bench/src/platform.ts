@@ -252,6 +252,8 @@ export function startSplit(jwks: Jwks, { variant = THIS_CHECKOUT, crudReplicas =
     own(() => stopProcess(gateway));
     return {
       base: `http://127.0.0.1:${gatewayPort}`,
+      /** crud's database, for a scenario that loads rows without the API (lists.ts). */
+      databaseUrl: database.url,
       crudRelay,
       /** Restarts crud alone, on the same ports and database, with another cache TTL. */
       restartCrud: async (ttl: number) => {

@@ -23,14 +23,23 @@ export interface DomainSpec<C extends Record<string, z.ZodType>> {
   columns: C;
   /** Columns under a unique index: a create or update that would repeat a value is a 422. */
   unique?: readonly (keyof C & string)[];
-  /** Columns the migration indexes (each together with id), so filtering or sorting on them reads one page. */
-  indexes?: readonly (keyof C & string)[];
+  /**
+   * What the migration indexes, each followed by id: a column, so filtering or sorting on it
+   * reads one page; or a list of fields, for a list filtered by equality on the first ones and
+   * sorted by the last (`['category', 'price']` serves `?category=Fruits&sort=price` and
+   * `sort=-price`, by cursor at any depth). No direction: a list's order is one direction for
+   * its field and id alike, which an index serves read forwards or backwards.
+   */
+  indexes?: readonly (IndexedField<C> | readonly [IndexedField<C>, ...IndexedField<C>[]])[];
 }
+
+/** A field an index may hold: a column, or a field every record has (id is the index's last field already). */
+type IndexedField<C> = (keyof C & string) | 'activated' | 'createdAt' | 'updatedAt';
 
 /** The fields every generic record has besides its columns. */
 export const COMMON_FIELDS = ['id', 'activated', 'createdAt', 'updatedAt'] as const;
 /** Query parameters of a list; a column cannot take these names. */
-const PAGING_PARAMS: readonly string[] = ['limit', 'offset', 'sort'] satisfies (keyof PagingQuery)[];
+const PAGING_PARAMS: readonly string[] = ['limit', 'offset', 'sort', 'cursor'] satisfies (keyof PagingQuery)[];
 
 /** Identifiers reach SQL only from definitions, and only if they match these, so quoting is never asked to do more. */
 const TABLE_NAME = /^[a-z][a-z0-9_]{0,62}$/;
@@ -73,7 +82,8 @@ export interface Domain {
   /** Every field of a record, in answer order: id, the columns, activated, createdAt, updatedAt. */
   fields: readonly string[];
   unique: readonly string[];
-  indexes: readonly string[];
+  /** The fields of each declared index, in order (id follows them in the index). */
+  indexes: readonly (readonly string[])[];
   schemas: DomainSchemas;
 }
 
@@ -106,8 +116,17 @@ export function defineDomain<const C extends Record<string, z.ZodType>>(spec: Do
     return describeColumn(name, schema);
   });
   const names = new Set(columns.map((column) => column.name));
-  for (const name of [...(spec.unique ?? []), ...(spec.indexes ?? [])]) {
-    if (!names.has(name)) throw new Error(`"${name}" is listed in unique or indexes of ${spec.name} but is not a column`);
+  for (const name of spec.unique ?? []) {
+    if (!names.has(name)) throw new Error(`"${name}" is listed in unique of ${spec.name} but is not a column`);
+  }
+  const indexes = (spec.indexes ?? []).map((index): string[] => [index].flat());
+  for (const fields of indexes) {
+    for (const name of fields) {
+      if (!names.has(name) && !['activated', 'createdAt', 'updatedAt'].includes(name)) {
+        throw new Error(`"${name}" is listed in indexes of ${spec.name} but is not a column, activated, createdAt or updatedAt`);
+      }
+    }
+    if (new Set(fields).size !== fields.length) throw new Error(`an index of ${spec.name} lists a field twice: ${fields.join(', ')}`);
   }
   const tag = capitalize(spec.name);
   const fields: [string, ...string[]] = ['id', ...columns.map((column) => column.name), 'activated', 'createdAt', 'updatedAt'];
@@ -120,7 +139,7 @@ export function defineDomain<const C extends Record<string, z.ZodType>>(spec: Do
     columns,
     fields,
     unique: [...(spec.unique ?? [])],
-    indexes: [...(spec.indexes ?? [])],
+    indexes,
     schemas: buildSchemas(spec.name, tag, columns, fields),
   };
   Object.defineProperty(domain, DEFINED, { value: true });

@@ -112,11 +112,16 @@ function fieldColumns(domain: Domain): FieldColumn[] {
   ];
 }
 
-/** The indexes a domain's table has besides its primary key: unique ones, and one per listed column with id (and createdAt, the default sort). */
+/**
+ * The indexes a domain's table has besides its primary key: unique ones, and one per declared
+ * index with id last (and createdAt with id, the default sort), so a page by cursor starts
+ * with one probe of it and reads only its own rows.
+ */
 function indexesOf(domain: Domain): { name: string; columns: string[]; unique: boolean }[] {
+  const listed = domain.indexes.some((fields) => fields.length === 1 && fields[0] === 'createdAt') ? domain.indexes : [...domain.indexes, ['createdAt']];
   return [
     ...domain.unique.map((column) => ({ name: `${domain.table}_${column}_key`, columns: [column], unique: true })),
-    ...[...domain.indexes, 'createdAt'].map((column) => ({ name: `${domain.table}_${column}_id_idx`, columns: [column, 'id'], unique: false })),
+    ...listed.map((fields) => ({ name: `${domain.table}_${fields.join('_')}_id_idx`, columns: [...fields, 'id'], unique: false })),
   ];
 }
 

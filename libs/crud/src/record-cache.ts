@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import { createCacheAside, defineCounter, type Cache, type Logger, type RecordPage } from '@app/platform';
 
 /** One page of a list, as cached: the JSON array of its records, ready to send, and what the Link and Content-Range headers need. */
@@ -50,12 +51,20 @@ export function createRecordCache(options: RecordCacheOptions): RecordCache {
 
   const aside = createCacheAside({ cache, ttlSeconds, logger, name: domain, onHit: () => hit.inc(), onMiss: () => miss.inc() });
 
-  const encodePage = (page: ListPage) => `${page.returned}|${page.hasMore ? 1 : 0}|${page.total ?? ''}\n${page.records}`;
+  // A line of what the headers need (the last record's sort key may hold any character, so JSON), then the records' JSON as sent.
+  const encodePage = (page: ListPage) => `${JSON.stringify([page.returned, page.hasMore, page.total ?? null, page.last ?? null])}\n${page.records}`;
+  const pageHead = z.tuple([z.number(), z.boolean(), z.number().nullable(), z.object({ value: z.unknown(), id: z.string() }).nullable()]);
   const decodePage = (value: string): ListPage | null => {
     const newline = value.indexOf('\n');
     if (newline < 0) return null;
-    const [returned, more, total] = value.slice(0, newline).split('|');
-    return { records: value.slice(newline + 1), returned: Number(returned), hasMore: more === '1', ...(total ? { total: Number(total) } : {}) };
+    let head: z.infer<typeof pageHead>;
+    try {
+      head = pageHead.parse(JSON.parse(value.slice(0, newline)));
+    } catch {
+      return null; // written by an older release: read the database
+    }
+    const [returned, hasMore, total, last] = head;
+    return { records: value.slice(newline + 1), returned, hasMore, ...(total === null ? {} : { total }), ...(last === null ? {} : { last: { value: last.value, id: last.id } }) };
   };
 
   return {

@@ -1,5 +1,18 @@
 import { crudEventSubject, type CrudRecordEvent } from '@app/contracts';
-import { createRecordWriter, filtersWhere, guardRows, quoteIdent, type CreateGuard, type FilterColumn, type ListFilters, type Page, type RowPrecondition } from '@app/platform';
+import {
+  countRows,
+  createRecordWriter,
+  filtersWhere,
+  guardRows,
+  quoteIdent,
+  readFilteredPage,
+  type CountPreference,
+  type CreateGuard,
+  type FilterColumn,
+  type ListFilters,
+  type Page,
+  type RowPrecondition,
+} from '@app/platform';
 import { SQL_TYPES } from './columns.js';
 import type { Domain } from './define-domain.js';
 
@@ -49,10 +62,13 @@ export type RecordPrecondition = RowPrecondition<DomainRecord>;
 /** The persistence port of a generic domain. */
 export interface DomainRepository {
   findById(id: string): Promise<DomainRecord | undefined>;
-  /** One page of the matching records in its order, plus whether a next page exists (one row more is read, never a count). */
-  list(page: Page, filters: RecordFilters): Promise<{ records: DomainRecord[]; hasMore: boolean }>;
-  /** How many records match the filters (for `Prefer: count=exact`). */
-  count(filters: RecordFilters): Promise<number>;
+  /**
+   * One page of the matching records in its order, from its cursor or offset, plus whether a
+   * next page exists (one row more is read, never a count) and its last record's sort key.
+   */
+  list(page: Page, filters: RecordFilters): Promise<{ records: DomainRecord[]; hasMore: boolean; last?: { value: unknown; id: string } }>;
+  /** How many records match the filters, or the planner's estimate (for `Prefer: count=exact|estimated`). */
+  count(filters: RecordFilters, count: CountPreference): Promise<number>;
   /**
    * Inserts and enqueues `crud.<domain>.created`; undefined when a unique value is taken.
    * `guard` claims an Idempotency-Key first in the transaction and keeps the answer last.
@@ -100,11 +116,12 @@ export function createDomainRepository(domain: Domain, prisma: PrismaRawClient, 
     return record;
   };
 
+  const optional = new Set(domain.columns.filter((column) => !column.required).map((column) => column.name));
+  // Every field may be sorted on (id too); the query schema offers a filter on all but id.
   const filterColumns: Record<string, FilterColumn> = Object.fromEntries(
-    Object.entries(typeOf)
-      .filter(([field]) => field !== 'id')
-      .map(([field, type]) => [field, { column: field, type }]),
+    Object.entries(typeOf).map(([field, type]) => [field, { column: field, type, ...(optional.has(field) ? { nullable: true } : {}) }]),
   );
+  const listed = { from: table, select: selectList, columns: filterColumns };
   const whereOf = (filters: RecordFilters, params: unknown[]) => filtersWhere(filters, filterColumns, params);
 
   /** Only columns the schema allows reach SQL; everything else in the object is ignored. */
@@ -133,23 +150,13 @@ export function createDomainRepository(domain: Domain, prisma: PrismaRawClient, 
     },
 
     list: async (page, filters) => {
-      const params: unknown[] = [];
-      const where = whereOf(filters, params);
-      const { field, direction } = page.sort;
-      if (!Object.hasOwn(typeOf, field)) throw new Error(`unknown sort field ${field}`);
-      params.push(page.limit + 1, page.offset);
-      const rows = await prisma.$queryRawUnsafe<Record<string, unknown>[]>(
-        `select ${selectList} from ${table}${where} order by ${quoteIdent(field)} ${direction}, "id" ${direction} ` +
-          `limit $${params.length - 1}::int8 offset $${params.length}::int8`,
-        ...params,
-      );
-      return { records: rows.slice(0, page.limit).map(toRecord), hasMore: rows.length > page.limit };
+      const found = await readFilteredPage<Record<string, unknown>>(prisma, listed, filters, page, undefined);
+      return { records: found.rows.map(toRecord), hasMore: found.hasMore, ...(found.last ? { last: found.last } : {}) };
     },
 
-    count: async (filters) => {
+    count: async (filters, count) => {
       const params: unknown[] = [];
-      const rows = await prisma.$queryRawUnsafe<{ total: number }[]>(`select count(*)::int4 as total from ${table}${whereOf(filters, params)}`, ...params);
-      return Number(rows[0]?.total ?? 0);
+      return countRows(prisma, table, whereOf(filters, params), params, count);
     },
 
     create: async (values, guard) => {

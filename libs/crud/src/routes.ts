@@ -75,7 +75,8 @@ function registerRoutes(app: App, domain: Domain, service: DomainService, collec
       summary: `List ${plural}: paged, sorted and filtered on any field but id`,
       description:
         'Filters in PostgREST syntax, `field=op.value` (see each parameter), repeated to AND. ' +
-        'Answers a Link header (next/prev); `Prefer: count=exact` adds the total as Content-Range.',
+        'Pages by `cursor`: follow the Link header\'s rel="next" (`offset` works too, but reads every record it skips). ' +
+        '`Prefer: count=exact` adds the total as Content-Range, `count=estimated` the planner\'s estimate of a large one.',
       querystring: schemas.query,
     }),
     async (request, reply) =>

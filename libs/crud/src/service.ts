@@ -1,4 +1,4 @@
-import { guardRows, onTaggedRow, tagJson, writeProblem, type CreateGuard, type Page, type Precondition, type RecordAnswer } from '@app/platform';
+import { guardRows, onTaggedRow, tagJson, writeProblem, type CountPreference, type CreateGuard, type Page, type Precondition, type RecordAnswer } from '@app/platform';
 import { createHash } from 'node:crypto';
 import type { Domain } from './define-domain.js';
 import { recordNotFound, uniqueConflict } from './errors.js';
@@ -16,7 +16,7 @@ export type TaggedRecord = RecordAnswer<string>;
 export interface DomainService {
   /** `[record]`; 404 when no record has the id. */
   read(id: string): Promise<TaggedRecord>;
-  list(page: Page, filters: RecordFilters, options: { count: boolean }): Promise<ListPage>;
+  list(page: Page, filters: RecordFilters, options: { count: CountPreference | undefined }): Promise<ListPage>;
   /** `[record]` as read back; 422 when a unique value is taken. `guard` runs in its transaction (an Idempotency-Key). */
   create(values: RecordValues, guard?: CreateGuard<TaggedRecord>): Promise<TaggedRecord>;
   /** `[record]` after the change; 404 unknown id, 412 precondition failed, 422 unique value taken. */
@@ -40,15 +40,16 @@ export interface DomainServiceDependencies {
  * The same query always maps to the same cache key: fields sorted, the conditions of each
  * sorted (they are ANDed, so their order means nothing), defaults applied (so `?limit=20` and
  * no limit, `?price=10` and `?price=eq.10` share a page), hashed to bound the key's length.
- * Two different filter sets never share a key: the parsed conditions are all in it.
+ * Two different filter sets never share a key: the parsed conditions are all in it, and so
+ * is where the page starts (its offset, or the cursor's row) and how it pages.
  */
-export function normalizeQuery(page: Page, filters: RecordFilters, count: boolean): string {
+export function normalizeQuery(page: Page, filters: RecordFilters, count: CountPreference | undefined): string {
   const entries = Object.keys(filters)
     .filter((key) => filters[key] !== undefined)
     .sort()
     .map((key) => [key, filters[key]!.map((condition) => JSON.stringify(condition)).sort()]);
-  const paging = [page.limit, page.offset, page.sort.field, page.sort.direction];
-  return createHash('sha256').update(JSON.stringify([paging, entries, count])).digest('base64url').slice(0, 32);
+  const paging = [page.limit, page.offset, page.paging, page.after ?? null, page.sort.field, page.sort.direction];
+  return createHash('sha256').update(JSON.stringify([paging, entries, count ?? false])).digest('base64url').slice(0, 32);
 }
 
 export function createDomainService(domain: Domain, deps: DomainServiceDependencies): DomainService {
@@ -71,8 +72,14 @@ export function createDomainService(domain: Domain, deps: DomainServiceDependenc
 
     list: (page, filters, options) =>
       cache.list(normalizeQuery(page, filters, options.count), async () => {
-        const [found, total] = await Promise.all([repository.list(page, filters), options.count ? repository.count(filters) : undefined]);
-        return { records: JSON.stringify(found.records), returned: found.records.length, hasMore: found.hasMore, ...(total === undefined ? {} : { total }) };
+        const [found, total] = await Promise.all([repository.list(page, filters), options.count ? repository.count(filters, options.count) : undefined]);
+        return {
+          records: JSON.stringify(found.records),
+          returned: found.records.length,
+          hasMore: found.hasMore,
+          ...(found.last ? { last: found.last } : {}),
+          ...(total === undefined ? {} : { total }),
+        };
       }),
 
     create: async (values, guard) => {

@@ -38,6 +38,9 @@ describe('defineDomain', () => {
     ['a column named like a paging parameter', { name: 'x', columns: { limit: z.number().int() } }],
     ['a column name with a quote', { name: 'x', columns: { 'a"b': z.string() } }],
     ['a unique column that does not exist', { name: 'x', columns: { a: z.string() }, unique: ['b'] }],
+    ['a column named cursor, the paging parameter', { name: 'x', columns: { cursor: z.string() } }],
+    ['an indexed field that does not exist', { name: 'x', columns: { a: z.string() }, indexes: [['a', 'b']] }],
+    ['an index that lists a field twice', { name: 'x', columns: { a: z.string() }, indexes: [['a', 'a']] }],
     ['an unsupported column type', { name: 'x', columns: { at: z.date() } }],
   ])('refuses %s', (_what, spec) => {
     expect(() => defineDomain(spec as never)).toThrow();

@@ -15,7 +15,7 @@ const coupon = defineDomain({
     note: z.string().optional(),
   },
   unique: ['code'],
-  indexes: ['percent'],
+  indexes: ['percent', ['kind', 'percent']],
 });
 
 describe('domainTableSql', () => {
@@ -37,6 +37,7 @@ describe('domainTableSql', () => {
         ');',
         'create unique index "coupon_code_key" on "shop"."coupon" ("code");',
         'create index "coupon_percent_id_idx" on "shop"."coupon" ("percent", "id");',
+        'create index "coupon_kind_percent_id_idx" on "shop"."coupon" ("kind", "percent", "id");',
         'create index "coupon_createdAt_id_idx" on "shop"."coupon" ("createdAt", "id");',
       ].join('\n'),
     );
@@ -145,6 +146,16 @@ describe.each(testModes())('checkDomainTables (%s)', (mode) => {
       'a missing declared index',
       'drop index "shop"."coupon_percent_id_idx";',
       'coupon: "shop"."coupon" has no index on (percent, id), which the declaration lists => create index "coupon_percent_id_idx" on "shop"."coupon" ("percent", "id");',
+    ],
+    [
+      'a missing declared index of several fields (one added to the declaration of an existing table)',
+      'drop index "shop"."coupon_kind_percent_id_idx";',
+      'coupon: "shop"."coupon" has no index on (kind, percent, id), which the declaration lists => create index "coupon_kind_percent_id_idx" on "shop"."coupon" ("kind", "percent", "id");',
+    ],
+    [
+      'an index of the declared fields in another order',
+      'drop index "shop"."coupon_kind_percent_id_idx"; create index "coupon_percent_kind_idx" on "shop"."coupon" ("percent", "kind", "id");',
+      'coupon: "shop"."coupon" has no index on (kind, percent, id), which the declaration lists => create index "coupon_kind_percent_id_idx" on "shop"."coupon" ("kind", "percent", "id");',
     ],
   ])('reports %s, with the migration that fixes it', async (_what, alter, expected) => {
     const problems = await problemsAfter(alter);

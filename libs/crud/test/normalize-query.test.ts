@@ -9,7 +9,7 @@ const keyOf = (search: string) => {
   const raw: Record<string, string | string[]> = {};
   for (const [key, value] of new URLSearchParams(search)) raw[key] = key in raw ? [raw[key]!].flat().concat(value) : value;
   const { page, filters } = pageOf(gadget.schemas.query.parse(raw) as ListQuery);
-  return normalizeQuery(page, filters as RecordFilters, false);
+  return normalizeQuery(page, filters as RecordFilters, undefined);
 };
 
 describe('the cache key of a filtered list', () => {

@@ -204,6 +204,42 @@ describe.each(testModes())('credentials through app.inject (%s)', (mode) => {
       expect((await call('GET', '/api/v1/credentials?provider=SAML', { token: admin })).status).toBe(400);
     });
 
+    it('pages by cursor: every credential that stayed exactly once, sorted on a field that is null, across creates and deletes between pages', async () => {
+      const ada = await anIdentity();
+      const github = () => create({ identity_id: ada.id, provider: 'GITHUB', subject: `gh-${randomUUID()}` }).then((reply) => reply.body![0].id as string);
+      const before: string[] = [];
+      for (let i = 0; i < 6; i++) before.push(await github());
+      const nextOf = (link: unknown) => /<([^>]+)>; rel="next"/.exec(String(link ?? ''))?.[1];
+      const seen: string[] = [];
+      const deleted = new Set<string>();
+      let page = await call('GET', `/api/v1/credentials?identity_id=${ada.id}&sort=lastUsedAt&limit=2`, { token: admin });
+      for (let step = 0; ; step++) {
+        expect(page.status).toBe(200);
+        seen.push(...page.body!.map((credential: { id: string }) => credential.id));
+        const next = nextOf(page.headers.link);
+        if (!next) break;
+        if (step < 2) {
+          await github();
+          const victim = before.find((id) => !deleted.has(id) && !seen.includes(id))!;
+          expect((await call('DELETE', `/api/v1/credentials/${victim}`, { token: admin })).status).toBe(204);
+          deleted.add(victim);
+        }
+        page = await call('GET', next, { token: admin });
+      }
+      expect(new Set(seen).size).toBe(seen.length);
+      expect(seen).toEqual(expect.arrayContaining(before.filter((id) => !deleted.has(id))));
+      expect(seen.filter((id) => deleted.has(id))).toEqual([]);
+
+      const first = await call('GET', `/api/v1/credentials?identity_id=${ada.id}&sort=-lastUsedAt&limit=2`, { token: admin, headers: { prefer: 'count=estimated' } });
+      const exact = await call('GET', `/api/v1/credentials?identity_id=${ada.id}&sort=-lastUsedAt&limit=2`, { token: admin, headers: { prefer: 'count=exact' } });
+      expect(first.headers['content-range']).toBe(exact.headers['content-range']);
+      expect(first.headers['content-range']).toMatch(/^0-1\/\d+$/);
+      expect(first.headers['preference-applied']).toBe('count=estimated');
+      const cursor = new URLSearchParams(nextOf(first.headers.link)!.split('?')[1]).get('cursor');
+      const foreign = await call('GET', `/api/v1/credentials?identity_id=${randomUUID()}&sort=-lastUsedAt&cursor=${cursor}`, { token: admin });
+      expect([foreign.status, foreign.body!.errors.map((error: { path: string }) => error.path)]).toEqual([400, ['query.cursor']]);
+    });
+
     it('applies the provider rules to updates, and lets only an admin change activated', async () => {
       const ada = await anIdentity();
       const google = (await create({ identity_id: ada.id, provider: 'GOOGLE', subject: `g-${randomUUID()}` })).body![0];

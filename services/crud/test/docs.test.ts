@@ -52,10 +52,10 @@ describe('OpenAPI of the crud service', () => {
     }
   });
 
-  it('documents the list query: paging, sort and a filter per field but id', () => {
+  it('documents the list query: paging by offset or cursor, sort and a filter per field but id', () => {
     const parameters = document.paths['/api/v1/products']!.get!.parameters!.filter((p) => p.in === 'query').map((p) => p.name);
     expect(parameters.sort()).toEqual(
-      ['limit', 'offset', 'sort', 'name', 'price', 'description', 'stock', 'category', 'perishable', 'activated', 'createdAt', 'updatedAt'].sort(),
+      ['limit', 'offset', 'cursor', 'sort', 'name', 'price', 'description', 'stock', 'category', 'perishable', 'activated', 'createdAt', 'updatedAt'].sort(),
     );
   });
 

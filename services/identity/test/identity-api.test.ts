@@ -126,7 +126,7 @@ describe.each(testModes())('identity through app.inject (%s)', (mode) => {
       expect([notModified.status, notModified.headers.etag, notModified.text]).toEqual([304, etag, '']);
     });
 
-    it('pages a list with limit and offset, a Link header and an opt-in exact count', async () => {
+    it('pages a list by cursor or offset, with a Link header and an opt-in exact count', async () => {
       const tag = randomUUID().slice(0, 8);
       for (const name of ['Pa', 'Pb', 'Pc']) await call('POST', '/api/v1/identity', { body: { name, email: `${name.toLowerCase()}-${tag}@example.com` } });
       const query = `email=ilike.*-${tag}@example.com&sort=email&limit=2`;
@@ -134,11 +134,44 @@ describe.each(testModes())('identity through app.inject (%s)', (mode) => {
       expect(first.status).toBe(200);
       expect(first.body!.map((identity: { name: string }) => identity.name)).toEqual(['Pa', 'Pb']);
       expect(first.headers['content-range']).toBe('0-1/3');
-      expect(first.headers.link).toBe(`</api/v1/identity?${query.replace('@', '%40')}&offset=2>; rel="next"`);
-      const second = await call('GET', `/api/v1/identity?${query}&offset=2`, { token: admin });
+      const next = /^<([^>]+)>; rel="next"$/.exec(String(first.headers.link))?.[1];
+      expect(next).toMatch(new RegExp(`^/api/v1/identity\\?${query.replace('@', '%40').replace(/[.*?]/g, '\\$&')}&cursor=[\\w-]+$`));
+      const second = await call('GET', next!, { token: admin });
       expect(second.body!.map((identity: { name: string }) => identity.name)).toEqual(['Pc']);
-      expect(second.headers.link).toContain('rel="prev"');
+      expect(second.headers.link).toBe(`</api/v1/identity?${query.replace('@', '%40')}>; rel="first"`);
       expect(second.headers['content-range']).toBeUndefined();
+      const byOffset = await call('GET', `/api/v1/identity?${query}&offset=2`, { token: admin });
+      expect(byOffset.body!.map((identity: { name: string }) => identity.name)).toEqual(['Pc']);
+      expect(byOffset.headers.link).toContain('rel="prev"');
+    });
+
+    it('pages by cursor through ties on name: every identity exactly once across sign-ups between pages; 400 naming cursor for another filter', async () => {
+      const tag = randomUUID().slice(0, 8);
+      const signUp = () => call('POST', '/api/v1/identity', { body: { name: 'Tie', email: `tie-${randomUUID().slice(0, 8)}-${tag}@example.com` } }).then((reply) => reply.body![0].id as string);
+      const before: string[] = [];
+      for (let i = 0; i < 5; i++) before.push(await signUp());
+      const nextOf = (link: unknown) => /<([^>]+)>; rel="next"/.exec(String(link ?? ''))?.[1];
+      const seen: string[] = [];
+      let page = await call('GET', `/api/v1/identity?email=ilike.*-${tag}@example.com&sort=-name&limit=2`, { token: admin });
+      for (let step = 0; ; step++) {
+        expect(page.status).toBe(200);
+        seen.push(...page.body!.map((identity: { id: string }) => identity.id));
+        const next = nextOf(page.headers.link);
+        if (!next) break;
+        if (step < 2) await signUp();
+        page = await call('GET', next, { token: admin });
+      }
+      expect(new Set(seen).size).toBe(seen.length);
+      expect(seen).toEqual(expect.arrayContaining(before));
+      expect([...seen].sort().reverse()).toEqual(seen); // one name: ordered by id alone, descending
+
+      const first = await call('GET', `/api/v1/identity?email=ilike.*-${tag}@example.com&sort=-name&limit=2`, { token: admin, headers: { prefer: 'count=estimated' } });
+      const exact = await call('GET', `/api/v1/identity?email=ilike.*-${tag}@example.com&sort=-name&limit=2`, { token: admin, headers: { prefer: 'count=exact' } });
+      expect(first.headers['content-range']).toBe(exact.headers['content-range']);
+      expect(first.headers['content-range']).toMatch(/^0-1\/\d+$/);
+      const cursor = new URLSearchParams(nextOf(first.headers.link)!.split('?')[1]).get('cursor');
+      const foreign = await call('GET', `/api/v1/identity?sort=-name&cursor=${cursor}`, { token: admin });
+      expect([foreign.status, foreign.body!.errors.map((error: { path: string }) => error.path)]).toEqual([400, ['query.cursor']]);
     });
 
     it('lists only the caller itself for a non-admin, and answers 400 to bad paging, sorts and parameters', async () => {

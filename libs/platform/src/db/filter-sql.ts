@@ -1,5 +1,5 @@
 import type { FilterCondition, ListFilters } from '../http/filters.js';
-import type { Page } from '../http/list.js';
+import { EXACT_BELOW, type CountPreference, type Page, type SortKey } from '../http/list.js';
 import { quoteIdent } from './database.js';
 
 /** Where a filterable field lives in SQL. */
@@ -10,6 +10,8 @@ export interface FilterColumn {
   type: string;
   /** An array column: `eq` means "holds the value", `in` "holds any of them". */
   array?: boolean;
+  /** The column may hold null: a keyset page after a value must still reach the nulls, which sort last. */
+  nullable?: boolean;
 }
 
 const COMPARISONS = { eq: '=', neq: '<>', gt: '>', gte: '>=', lt: '<', lte: '<=' } as const;
@@ -63,13 +65,63 @@ function conditionSql(target: FilterColumn, condition: FilterCondition, params: 
  * error (the query schema rejects unknown fields first), so it throws.
  */
 export function filtersWhere(filters: ListFilters, columns: Readonly<Record<string, FilterColumn>>, params: unknown[]): string {
+  return whereOf(filterConditions(filters, columns, params));
+}
+
+const whereOf = (conditions: readonly string[]) => (conditions.length > 0 ? ` where ${conditions.join(' and ')}` : '');
+
+function filterConditions(filters: ListFilters, columns: Readonly<Record<string, FilterColumn>>, params: unknown[]): string[] {
   const conditions: string[] = [];
   for (const field of Object.keys(filters).sort()) {
     const target = Object.hasOwn(columns, field) ? columns[field] : undefined;
     if (!target) throw new Error(`no column is declared for the filter "${field}"`);
     for (const condition of filters[field] ?? []) conditions.push(conditionSql(target, condition, params));
   }
-  return conditions.length > 0 ? ` where ${conditions.join(' and ')}` : '';
+  return conditions;
+}
+
+/**
+ * The rows after `after` in the order `order by <column> <direction>, "id" <direction>`, whose
+ * nulls sort after every value (Postgres's default: last ascending, first descending), so a
+ * descending page reads an index on (column, id) backwards. A row comparison, so with an index
+ * on (column, id), behind any equality-filtered columns, the page starts with one index probe.
+ */
+function keysetCondition(sort: FilterColumn, direction: 'asc' | 'desc', after: SortKey, params: unknown[]): string {
+  const column = quoteIdent(sort.column);
+  params.push(after.id);
+  const id = `$${params.length}::uuid`;
+  if (after.value === null) {
+    return direction === 'asc' ? `(${column} is null and "id" > ${id})` : `(${column} is null and "id" < ${id} or ${column} is not null)`;
+  }
+  params.push(after.value);
+  const rows = `(${column}, "id") ${direction === 'asc' ? '>' : '<'} ($${params.length}::${sort.type}, ${id})`;
+  return direction === 'asc' && sort.nullable ? `(${rows} or ${column} is null)` : rows;
+}
+
+/** The planner's estimate of the rows `sql` answers (EXPLAIN, format json): no row is read. */
+async function plannedRows(client: RawQueryClient, sql: string, params: unknown[]): Promise<number> {
+  const [plan] = await client.$queryRawUnsafe<Record<string, unknown>[]>(`explain (format json) ${sql}`, ...params);
+  const json = plan && Object.values(plan)[0];
+  const parsed = (typeof json === 'string' ? JSON.parse(json) : json) as [{ Plan: { 'Plan Rows': number } }];
+  return Math.round(parsed[0].Plan['Plan Rows']);
+}
+
+/**
+ * How many rows of `from` match `where`: counted (`exact`), or (`estimated`) the planner's
+ * estimate when it exceeds EXACT_BELOW, else counted with a limit of EXACT_BELOW + 1 rows, so
+ * a poor estimate costs at most that; a count that reaches the limit disproves the estimate
+ * and the larger of the two is answered (PostgREST's count=estimated, with db-max-rows).
+ */
+export async function countRows(client: RawQueryClient, from: string, where: string, params: unknown[], count: CountPreference): Promise<number> {
+  const counted = async (limit: string) => {
+    const rows = await client.$queryRawUnsafe<{ total: number }[]>(`select count(*)::int4 as total from (select 1 from ${from}${where}${limit}) matching`, ...params);
+    return Number(rows[0]?.total ?? 0);
+  };
+  if (count === 'exact') return counted('');
+  const estimate = await plannedRows(client, `select 1 from ${from}${where}`, params);
+  if (estimate > EXACT_BELOW) return estimate;
+  const bounded = await counted(` limit ${EXACT_BELOW + 1}`);
+  return bounded > EXACT_BELOW ? Math.max(estimate, bounded) : bounded;
 }
 
 /** What `readFilteredPage` needs of a Prisma client: its raw query (a generated client satisfies it). */
@@ -87,37 +139,52 @@ export interface FilteredTable {
   columns: Readonly<Record<string, FilterColumn>>;
 }
 
+/** A page as `readFilteredPage` reads it: its rows, whether more follow, the total when asked, and the last row's sort key. */
+export interface FilteredPage<Row> {
+  rows: Row[];
+  hasMore: boolean;
+  total?: number;
+  last?: { value: unknown; id: string };
+}
+
 /**
- * One page of a table's rows matching the filters, in the page's order (ties broken by id),
- * plus whether another page follows (one row more is read, never counted) and, when asked,
- * the total: the list of a Prisma-modelled table, in raw SQL because Prisma's query API has
- * no LIKE with a caller's pattern.
+ * One page of a table's rows matching the filters, in the page's order (ties broken by id, so
+ * the order is total), starting after the page's cursor or at its offset, plus whether another
+ * page follows (one row more is read, never counted), the sort key of its last row (the next
+ * cursor) and, when asked, the total: the list of every table the kit serves, in raw SQL
+ * because Prisma's query API has neither LIKE with a caller's pattern nor row comparisons.
+ * The table's rows are selected with the fields' names, `id` among them.
  */
 export async function readFilteredPage<Row>(
   client: RawQueryClient,
   table: FilteredTable,
   filters: ListFilters,
   page: Page,
-  count: boolean,
-): Promise<{ rows: Row[]; hasMore: boolean; total?: number }> {
+  count: CountPreference | undefined,
+): Promise<FilteredPage<Row>> {
   const params: unknown[] = [];
-  const where = filtersWhere(filters, table.columns, params);
+  const conditions = filterConditions(filters, table.columns, params);
+  const filtered = [...params];
   const sort = Object.hasOwn(table.columns, page.sort.field) ? table.columns[page.sort.field] : undefined;
   if (!sort) throw new Error(`no column is declared for the sort field "${page.sort.field}"`);
   const direction = page.sort.direction === 'desc' ? 'desc' : 'asc';
-  const [rows, counted] = await Promise.all([
-    client.$queryRawUnsafe<Row[]>(
-      `select ${table.select} from ${table.from}${where} order by ${quoteIdent(sort.column)} ${direction}, "id" ${direction} ` +
-        `limit $${params.length + 1}::int8 offset $${params.length + 2}::int8`,
-      ...params,
-      page.limit + 1,
-      page.offset,
-    ),
-    count ? client.$queryRawUnsafe<{ total: number }[]>(`select count(*)::int4 as total from ${table.from}${where}`, ...params) : undefined,
+  const where = whereOf(page.after ? [...conditions, keysetCondition(sort, direction, page.after, params)] : conditions);
+  params.push(page.limit + 1);
+  let sql = `select ${table.select} from ${table.from}${where} order by ${quoteIdent(sort.column)} ${direction}, "id" ${direction} limit $${params.length}::int8`;
+  if (page.offset > 0) {
+    params.push(page.offset);
+    sql += ` offset $${params.length}::int8`;
+  }
+  const [rows, total] = await Promise.all([
+    client.$queryRawUnsafe<Row[]>(sql, ...params),
+    count ? countRows(client, table.from, whereOf(conditions), filtered, count) : undefined,
   ]);
+  const found = rows.slice(0, page.limit);
+  const last = found.at(-1) as Record<string, unknown> | undefined;
   return {
-    rows: rows.slice(0, page.limit),
+    rows: found,
     hasMore: rows.length > page.limit,
-    ...(counted ? { total: Number(counted[0]?.total ?? 0) } : {}),
+    ...(last ? { last: { value: last[page.sort.field], id: String(last.id) } } : {}),
+    ...(total === undefined ? {} : { total }),
   };
 }

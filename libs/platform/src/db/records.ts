@@ -1,6 +1,7 @@
 import { enqueueEvent } from '../bus/outbox.js';
 import type { CreateGuard, RawSession } from '../http/idempotency.js';
-import type { Page } from '../http/list.js';
+import type { CountPreference, Page } from '../http/list.js';
+import type { FilteredPage } from './filter-sql.js';
 
 /*
  * The write path of a record, for every repository that keeps records and an outbox (and every
@@ -50,7 +51,7 @@ export type EventFor<Row> = (row: Row) => { subject: string; payload: unknown };
  */
 export interface RecordRepository<Row, Filters, Create, Change> {
   findById(id: string): Promise<Row | null>;
-  list(filters: Filters, page: Page, count: boolean): Promise<{ rows: Row[]; hasMore: boolean; total?: number }>;
+  list(filters: Filters, page: Page, count: CountPreference | undefined): Promise<FilteredPage<Row>>;
   /**
    * Inserts and records the event atomically; rejects with UniqueViolation when a unique rule
    * is broken. `guard` claims an Idempotency-Key first in the transaction and keeps the answer last.

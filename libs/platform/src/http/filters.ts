@@ -279,6 +279,19 @@ function parseCondition(raw: string, options: FilterFieldOptions, example: strin
  * field's operators and a valid example.
  */
 export function filterParam(options: FilterFieldOptions) {
+  const param = filterParamSchema(options);
+  FILTER_VALUES.set(param, options.value);
+  return param;
+}
+
+/** The value schema of each filter parameter `filterParam` made (a list's cursor parses its sort value with it). */
+const FILTER_VALUES = new WeakMap<z.ZodType, z.ZodType<FilterValue, string>>();
+
+/** How the field of a filter parameter reads one value, when `filterParam` made it. */
+export const filterValueOf = (param: unknown): z.ZodType<FilterValue, string> | undefined =>
+  param instanceof z.ZodType ? FILTER_VALUES.get(param) : undefined;
+
+function filterParamSchema(options: FilterFieldOptions) {
   const example = exampleOf(options);
   const operators = OPERATORS_BY_KIND[options.kind];
   const description =

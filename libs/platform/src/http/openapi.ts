@@ -16,19 +16,23 @@ import { PROBLEM_MEDIA_TYPE } from './errors.js';
 export const RESPONSE_HEADERS = {
   Link: {
     description:
-      'RFC 8288 links to the neighbouring pages of a list: `rel="next"` when another page follows, ' +
-      '`rel="prev"` when this one does not start at offset 0. Each keeps the request\'s other parameters.',
+      'RFC 8288 links to the neighbouring pages of a list, each keeping the request\'s other parameters. ' +
+      'A list asked for without offset links `rel="next"` by `cursor` when another page follows, and a page from a cursor ' +
+      'links `rel="first"`. A list asked for by `offset` links `rel="next"` and, unless it starts at offset 0, `rel="prev"` by offset.',
     schema: { type: 'string' },
-    example: '</api/v1/products?offset=20&limit=20>; rel="next"',
+    example: '</api/v1/products?sort=price&cursor=eyJmIjoi...>; rel="next"',
   },
   'Content-Range': {
-    description: 'Only with `Prefer: count=exact`: `<first>-<last>/<total>` (`*/<total>` for an empty page).',
+    description:
+      'Only with `Prefer: count=exact` or `count=estimated`: `<first>-<last>/<total>`, `*/<total>` for an empty page or a page ' +
+      'from a cursor (its position is not counted). With `count=estimated` the total is the planner\'s estimate when it is large ' +
+      '(as PostgREST answers it, though RFC 9110 means the length to be exact).',
     schema: { type: 'string', pattern: '^(\\d+-\\d+|\\*)/\\d+$' },
     example: '0-19/42',
   },
   'Preference-Applied': {
-    description: 'Only with `Prefer: count=exact`: the total was counted (RFC 7240).',
-    schema: { type: 'string', const: 'count=exact' },
+    description: 'Only with `Prefer: count=exact` or `count=estimated`: which total Content-Range holds (RFC 7240).',
+    schema: { type: 'string', enum: ['count=exact', 'count=estimated'] },
     example: 'count=exact',
   },
   'Retry-After': {

@@ -15,7 +15,8 @@ import {
 } from './conditional.js';
 import { problemSchema, type AppError } from './errors.js';
 import { guardRows, idempotencyResponses, idempotentHeadersSchema, type CreateGuard, type StoredAnswer } from './idempotency.js';
-import { listHeadersSchema, pageOf, setPagingHeaders, wantsExactCount, type Page, type PageResult, type PagingQuery } from './list.js';
+import type { FilteredPage } from '../db/filter-sql.js';
+import { countPreference, listHeadersSchema, pageOf, setPagingHeaders, type CountPreference, type Page, type PageResult, type PagingQuery } from './list.js';
 
 /*
  * The answers of a record's routes, for every service that serves records (and every generic
@@ -55,11 +56,12 @@ export interface RecordPage<Records = unknown> extends PageResult {
 }
 
 /** A page of rows as a repository reads it (readFilteredPage), shaped into records. */
-const pageOfRows = <Row, R>(found: { rows: Row[]; hasMore: boolean; total?: number }, toRecord: (row: Row) => R): RecordPage<R[]> => ({
+const pageOfRows = <Row, R>(found: FilteredPage<Row>, toRecord: (row: Row) => R): RecordPage<R[]> => ({
   records: found.rows.map(toRecord),
   returned: found.rows.length,
   hasMore: found.hasMore,
   ...(found.total === undefined ? {} : { total: found.total }),
+  ...(found.last === undefined ? {} : { last: found.last }),
 });
 
 /**
@@ -82,7 +84,7 @@ export function recordAnswers<Row, R extends { id: string }>(toRecord: (row: Row
     /** An Idempotency-Key's guard of the answer, as the guard of the row the repository creates. */
     guard: (guard: CreateGuard<TaggedRecord<R>> | undefined) => guardRows(guard, tagged),
     /** A page of rows (readFilteredPage) as a list answers it. */
-    page: (found: { rows: Row[]; hasMore: boolean; total?: number }) => pageOfRows(found, toRecord),
+    page: (found: FilteredPage<Row>) => pageOfRows(found, toRecord),
   };
 }
 
@@ -97,15 +99,15 @@ const sendBody = (reply: FastifyReply, body: unknown) => (typeof body === 'strin
 
 /**
  * Answers a list route: the page and filters of the parsed query, the page `list` reads (with
- * a total when `Prefer: count=exact` asks), and its Link and Content-Range headers.
+ * a total when `Prefer: count=exact` or `count=estimated` asks), and its Link and Content-Range headers.
  */
 export async function sendPage<Q extends PagingQuery>(
   request: FastifyRequest & { query: Q },
   reply: FastifyReply,
-  list: (page: Page, filters: Omit<Q, keyof PagingQuery>, count: boolean) => Promise<RecordPage>,
+  list: (page: Page, filters: Omit<Q, keyof PagingQuery>, count: CountPreference | undefined) => Promise<RecordPage>,
 ): Promise<FastifyReply> {
   const { page, filters } = pageOf(request.query);
-  const found = await list(page, filters, wantsExactCount(request));
+  const found = await list(page, filters, countPreference(request));
   setPagingHeaders(request, reply, page, found);
   return sendBody(reply, found.records);
 }

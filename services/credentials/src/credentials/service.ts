@@ -23,6 +23,7 @@ import {
   RequestValidationError,
   writeProblem,
   type CreateGuard,
+  type CountPreference,
   type Page,
   type Precondition,
   type Principal,
@@ -220,7 +221,7 @@ export function createCredentialService(deps: CredentialServiceDeps) {
     },
 
     /** Admins and system tokens list every credential; an identity lists its own. */
-    async list(filters: CredentialFilters, page: Page, count: boolean, principal: Principal) {
+    async list(filters: CredentialFilters, page: Page, count: CountPreference | undefined, principal: Principal) {
       if (!isPrivileged(principal) && namesOtherIdentity(filters, principal.id)) throw forbidden();
       // A caller's own conditions on identity_id still apply, ANDed with its own id.
       const own = { operator: 'eq', value: principal.id, negated: false } as const;

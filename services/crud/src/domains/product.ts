@@ -13,5 +13,6 @@ export const product = defineDomain({
     perishable: z.boolean(),
   },
   unique: [],
-  indexes: ['name', 'price', 'category'],
+  // The lists a storefront pages through: one category by price or newest first, at any depth.
+  indexes: ['name', 'price', 'category', ['category', 'price'], ['category', 'createdAt']],
 });

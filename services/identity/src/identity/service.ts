@@ -12,6 +12,7 @@ import {
   type Cache,
   type CreateGuard,
   type Logger,
+  type CountPreference,
   type Page,
   type Precondition,
   type Principal,
@@ -126,7 +127,7 @@ export function createIdentityService(deps: IdentityServiceDeps) {
     },
 
     /** Admins and system tokens list everyone; anyone else lists only themselves. */
-    async list(filters: IdentityFilters, page: Page, count: boolean, principal: Principal) {
+    async list(filters: IdentityFilters, page: Page, count: CountPreference | undefined, principal: Principal) {
       const scoped: IdentityFilters = isPrivileged(principal) ? filters : { ...filters, id: [{ operator: 'eq', value: principal.id, negated: false }] };
       return identities.page(await repository.list(scoped, page, count));
     },
