@@ -4,8 +4,8 @@ import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from '@jest/globals';
-import { DataDirectoryInUseError, openPGlite, pgliteTemplateDir } from '@app/platform';
-import { silentLogger } from '@app/testing';
+import { DataDirectoryInUseError, databaseCheck, EmbeddedDatabaseStoppedError, openPGlite, pgliteTemplateDir, runCheck } from '@app/platform';
+import { eventually, silentLogger } from '@app/testing';
 
 describe('embedded database (PGlite)', () => {
   it('persists data across a close and a reopen', async () => {
@@ -60,5 +60,47 @@ describe('embedded database (PGlite)', () => {
     expect(await reopened.query('select 1 as one')).toEqual([{ one: 1 }]);
     await reopened.close();
     expect(existsSync(`${dataDir}.lock`)).toBe(false);
+  });
+
+  describe('when its worker thread dies', () => {
+    it('reports not ready, fails the transaction it was in, then serves the committed data from a new worker', async () => {
+      const database = await openPGlite({ dataDir: join(await mkdtemp(join(tmpdir(), 'pglite-')), 'db'), logger: silentLogger() });
+      const ready = async () => (await runCheck(databaseCheck(database))).status === 'connected';
+      try {
+        await database.exec("create table kept (v text); insert into kept values ('committed');");
+        let entered!: () => void;
+        let resume!: () => void;
+        const inside = new Promise<void>((resolve) => (entered = resolve));
+        const resumed = new Promise<void>((resolve) => (resume = resolve));
+        const transaction = database.transaction(async (tx) => {
+          await tx.query("insert into kept values ('begun before the crash')");
+          entered();
+          await resumed;
+          await tx.query("insert into kept values ('asked after the crash')");
+        });
+        await inside;
+
+        await database.crashWorker();
+        expect(await ready()).toBe(false);
+        resume();
+        await expect(transaction).rejects.toBeInstanceOf(EmbeddedDatabaseStoppedError);
+
+        expect(await eventually(ready)).toBe(true);
+        expect(await database.query('select v from kept')).toEqual([{ v: 'committed' }]);
+      } finally {
+        await database.close();
+      }
+    });
+
+    it('stays down, saying why, when the database was in memory and its data went with the worker', async () => {
+      const database = await openPGlite({ dataDir: 'memory://', logger: silentLogger() });
+      try {
+        await database.crashWorker();
+        await expect(database.query('select 1')).rejects.toBeInstanceOf(EmbeddedDatabaseStoppedError);
+        expect((await runCheck(databaseCheck(database))).status).toBe('disconnected');
+      } finally {
+        await database.close();
+      }
+    });
   });
 });
