@@ -8,6 +8,14 @@ declare module 'autocannon' {
     connections?: number;
     duration?: number;
     overallRate?: number;
+    /** Each request's options, rewritten before it is sent (a new path each time, say). */
+    requests?: { setupRequest?(request: RequestOptions): RequestOptions }[];
+  }
+  interface RequestOptions {
+    path?: string;
+    method?: string;
+    headers?: Record<string, string>;
+    body?: string;
   }
   interface Histogram {
     average: number;

@@ -13,8 +13,9 @@
 //      sessions in every verifier's set, and with two crud replicas;
 //   4. `npm start` exactly as a newcomer runs it (npm-start.ts);
 //   5. the time bounds the test suite leaves to the bench (bounds.ts);
-//   and only when BENCH_ONLY names it, `compare` (compare.ts): two variants of the platform's
-//   headline figures side by side.
+//   and only when BENCH_ONLY names them, `compare` (compare.ts): two variants of the platform's
+//   headline figures side by side, and `embedded` (embedded.ts): a cached read's p99 beside
+//   deep lists and sign-ins on the embedded database.
 // Then a table per round and one with the median of the rounds (ratios to nginx are taken per
 // round, then their median), each target with PASS or FAIL. A failed target is a result (exit
 // 0); a broken run is not (exit 1): a process that does not start, or any non-2xx answer,
@@ -24,6 +25,7 @@ import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { compareRound, reportCompare } from './compare.js';
+import { embeddedScenario } from './embedded.js';
 import { cutScenario, revocationScenario } from './bounds.js';
 import { broken, measure } from './measure.js';
 import { startBaseline } from './nginx.js';
@@ -187,6 +189,7 @@ async function runRound(round: number, jwks: Jwks): Promise<Row[]> {
     await phase(round, 'split mode, 2 replicas of every service: revocation', async () => rows.push(await revocationScenario(round)));
     await phase(round, 'split mode, crud cut under load', async () => rows.push(await cutScenario(round, jwks)));
   }
+  if (runs('embedded')) await phase(round, 'embedded database beside the event loop', () => embeddedScenario(round));
   if (runs('compare')) {
     const baseline = rows.find((row) => row.key === 'baseline' && row.failures === 0);
     await phase(round, 'compare', () => compareRound(round, jwks, baseline?.rps));

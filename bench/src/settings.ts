@@ -26,10 +26,10 @@ export const PROFILE = process.env.BENCH_PROFILE === '1' || process.argv.include
 /** Node options for split's processes (BENCH_NODE_ARGS, space-separated); NODE_OPTIONS refuses some, like --cpu-prof. */
 export const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
 
-/** The systems a round measures (BENCH_ONLY, comma-separated; default all but `compare`, which runs only when named). */
-export const SYSTEMS = ['nginx', 'all-in-one', 'split', 'npm-start', 'bounds', 'compare'] as const;
+/** The systems a round measures (BENCH_ONLY, comma-separated; default all but `compare` and `embedded`, which run only when named). */
+export const SYSTEMS = ['nginx', 'all-in-one', 'split', 'npm-start', 'bounds', 'compare', 'embedded'] as const;
 export type System = (typeof SYSTEMS)[number];
-const DEFAULT_SYSTEMS = SYSTEMS.filter((name) => name !== 'compare').join(',');
+const DEFAULT_SYSTEMS = SYSTEMS.filter((name) => name !== 'compare' && name !== 'embedded').join(',');
 const only = (process.env.BENCH_ONLY || DEFAULT_SYSTEMS).split(',').map((name) => name.trim());
 if (only.some((name) => !(SYSTEMS as readonly string[]).includes(name))) {
   console.error(`BENCH_ONLY takes a comma-separated list of ${SYSTEMS.join(', ')} (got ${JSON.stringify(process.env.BENCH_ONLY)})`);
