@@ -118,7 +118,13 @@ export class PGliteThread extends BasePGlite {
   static async start(start: WorkerStart, logger: Logger): Promise<PGliteThread> {
     const thread = new PGliteThread(start, logger);
     await thread.#spawn(1);
-    await thread._initArrayTypes();
+    try {
+      await thread._initArrayTypes();
+    } catch (error) {
+      // Stopped rather than left restarting: the caller releases the data directory's lock.
+      await thread.close();
+      throw error;
+    }
     return thread;
   }
 
