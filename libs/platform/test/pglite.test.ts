@@ -6,6 +6,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from '@jest/globals';
 import { DataDirectoryInUseError, databaseCheck, EmbeddedDatabaseStoppedError, openPGlite, pgliteTemplateDir, runCheck } from '@app/platform';
 import { eventually, silentLogger } from '@app/testing';
+import { PGlite } from '@electric-sql/pglite';
+import { PGliteThread } from '../src/db/pglite-thread.js';
 
 describe('embedded database (PGlite)', () => {
   it('persists data across a close and a reopen', async () => {
@@ -89,6 +91,35 @@ describe('embedded database (PGlite)', () => {
         expect(await database.query('select v from kept')).toEqual([{ v: 'committed' }]);
       } finally {
         await database.close();
+      }
+    });
+
+    it('never runs the rest of a transaction begun on the dead worker on the new one', async () => {
+      const dataDir = join(await mkdtemp(join(tmpdir(), 'pglite-')), 'db');
+      await (await openPGlite({ dataDir, logger: silentLogger() })).close();
+      const thread = await PGliteThread.start({ dataDir, startParams: PGlite.defaultStartParams }, silentLogger());
+      try {
+        await thread.exec('create table kept (v text)');
+        let entered!: () => void;
+        let resume!: () => void;
+        const inside = new Promise<void>((resolve) => (entered = resolve));
+        const resumed = new Promise<void>((resolve) => (resume = resolve));
+        const transaction = thread.transaction(async (tx) => {
+          await tx.query("insert into kept values ('begun before the crash')");
+          entered();
+          await resumed;
+          await tx.query("insert into kept values ('asked once a new worker is up')");
+        });
+        await inside;
+        await thread.crashWorker();
+        expect(thread.ready).toBe(false);
+        expect(await eventually(async () => thread.ready)).toBe(true);
+
+        resume();
+        await expect(transaction).rejects.toBeInstanceOf(EmbeddedDatabaseStoppedError);
+        expect((await thread.query('select v from kept')).rows).toEqual([]);
+      } finally {
+        await thread.close();
       }
     });
 

@@ -132,6 +132,11 @@ export class PGliteThread extends BasePGlite {
     return this.#closed;
   }
 
+  /** Whether a worker is up to answer (false while one that stopped is being replaced). */
+  get ready(): boolean {
+    return this.#running !== undefined && this.#down === undefined && !this.#closed;
+  }
+
   /** Ends the worker now, as a crash would; the test suites use it to check the recovery. */
   async crashWorker(): Promise<void> {
     await this.#running?.worker.terminate();
