@@ -65,22 +65,31 @@ describe('embedded database (PGlite)', () => {
   });
 
   describe('when its worker thread dies', () => {
+    /**
+     * A transaction that inserts into `kept`, then waits for `resume` before inserting again:
+     * answers once the first insertion is done, so a crash can fall between the two.
+     */
+    async function pausedInsertions(database: { transaction<T>(fn: (tx: { query(sql: string): Promise<unknown> }) => Promise<T>): Promise<T> }) {
+      let entered!: () => void;
+      let resume!: () => void;
+      const inside = new Promise<void>((resolve) => (entered = resolve));
+      const resumed = new Promise<void>((resolve) => (resume = resolve));
+      const transaction = database.transaction(async (tx) => {
+        await tx.query("insert into kept values ('begun before the crash')");
+        entered();
+        await resumed;
+        await tx.query("insert into kept values ('asked after the crash')");
+      });
+      await inside;
+      return { transaction, resume };
+    }
+
     it('reports not ready, fails the transaction it was in, then serves the committed data from a new worker', async () => {
       const database = await openPGlite({ dataDir: join(await mkdtemp(join(tmpdir(), 'pglite-')), 'db'), logger: silentLogger() });
       const ready = async () => (await runCheck(databaseCheck(database))).status === 'connected';
       try {
         await database.exec("create table kept (v text); insert into kept values ('committed');");
-        let entered!: () => void;
-        let resume!: () => void;
-        const inside = new Promise<void>((resolve) => (entered = resolve));
-        const resumed = new Promise<void>((resolve) => (resume = resolve));
-        const transaction = database.transaction(async (tx) => {
-          await tx.query("insert into kept values ('begun before the crash')");
-          entered();
-          await resumed;
-          await tx.query("insert into kept values ('asked after the crash')");
-        });
-        await inside;
+        const { transaction, resume } = await pausedInsertions(database);
 
         await database.crashWorker();
         expect(await ready()).toBe(false);
@@ -100,17 +109,7 @@ describe('embedded database (PGlite)', () => {
       const thread = await PGliteThread.start({ dataDir, startParams: PGlite.defaultStartParams }, silentLogger());
       try {
         await thread.exec('create table kept (v text)');
-        let entered!: () => void;
-        let resume!: () => void;
-        const inside = new Promise<void>((resolve) => (entered = resolve));
-        const resumed = new Promise<void>((resolve) => (resume = resolve));
-        const transaction = thread.transaction(async (tx) => {
-          await tx.query("insert into kept values ('begun before the crash')");
-          entered();
-          await resumed;
-          await tx.query("insert into kept values ('asked once a new worker is up')");
-        });
-        await inside;
+        const { transaction, resume } = await pausedInsertions(thread);
         await thread.crashWorker();
         expect(thread.ready).toBe(false);
         expect(await eventually(async () => thread.ready)).toBe(true);
