@@ -10,6 +10,14 @@ declare module 'autocannon' {
     overallRate?: number;
     /** Seconds a request may take before it counts as a timeout (10 by default). */
     timeout?: number;
+    /** Each request's options, rewritten before it is sent (a new path each time, say). */
+    requests?: { setupRequest?(request: RequestOptions): RequestOptions }[];
+  }
+  interface RequestOptions {
+    path?: string;
+    method?: string;
+    headers?: Record<string, string>;
+    body?: string;
   }
   interface Histogram {
     average: number;

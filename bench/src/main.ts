@@ -15,7 +15,9 @@
 //      sessions in every verifier's set, and with two crud replicas;
 //   4. `npm start` exactly as a newcomer runs it (npm-start.ts);
 //   5. the time bounds the test suite leaves to the bench (bounds.ts);
-//   6. the token endpoint beside node-oidc-provider, on PGlite and on Postgres (peer.ts);
+//   6. the embedded database beside the event loop (embedded.ts): a cached read's p99 beside
+//      deep lists and beside sign-ins;
+//   7. the token endpoint beside node-oidc-provider, on PGlite and on Postgres (peer.ts);
 //   and only when BENCH_ONLY names it, `compare` (compare.ts): two variants of the platform's
 //   headline figures side by side, and `lists` (lists.ts): a filtered, sorted page of a
 //   million products, deep by cursor and by offset, and its counts.
@@ -28,6 +30,7 @@ import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { compareRound, reportCompare } from './compare.js';
+import { embeddedScenario } from './embedded.js';
 import { cutScenario, revocationScenario } from './bounds.js';
 import { listScenarios } from './lists.js';
 import { broken, measure } from './measure.js';
@@ -228,6 +231,7 @@ async function runRound(round: number, jwks: Jwks): Promise<Row[]> {
     await phase(round, 'split mode, 2 replicas of every service: revocation', async () => rows.push(await revocationScenario(round)));
     await phase(round, 'split mode, crud cut under load', async () => rows.push(await cutScenario(round, jwks)));
   }
+  if (runs('embedded')) await phase(round, 'embedded database beside the event loop', () => embeddedScenario(round));
   if (runs('peer')) await phase(round, 'peer: node-oidc-provider beside the platform', () => peerRound(round));
   if (runs('lists')) await phase(round, 'lists on 1M products', () => listScenarios(round, jwks));
   if (runs('compare')) {

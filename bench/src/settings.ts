@@ -30,7 +30,7 @@ export const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(B
  * The systems a round measures (BENCH_ONLY, comma-separated; default all but `compare` and
  * `lists`, which run only when named: `lists` loads a million rows each round).
  */
-export const SYSTEMS = ['nginx', 'all-in-one', 'split', 'npm-start', 'bounds', 'peer', 'compare', 'lists'] as const;
+export const SYSTEMS = ['nginx', 'all-in-one', 'embedded', 'split', 'npm-start', 'bounds', 'peer', 'compare', 'lists'] as const;
 export type System = (typeof SYSTEMS)[number];
 const DEFAULT_SYSTEMS = SYSTEMS.filter((name) => name !== 'compare' && name !== 'lists').join(',');
 const only = (process.env.BENCH_ONLY || DEFAULT_SYSTEMS).split(',').map((name) => name.trim());

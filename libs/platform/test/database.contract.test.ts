@@ -274,6 +274,7 @@ function databaseContract(name: string, open: () => Promise<Database>) {
   });
 }
 
+// PGlite in its worker thread, as `npm start` runs it.
 databaseContract('pglite', () => openPGlite({ dataDir: 'memory://', logger: silentLogger() }));
 
 if (REAL.databaseUrl) {

@@ -8,6 +8,9 @@ import { PGlite, types, type Transaction } from '@electric-sql/pglite';
 import { PrismaPGlite } from 'pglite-prisma-adapter';
 import type { Logger } from '../logger.js';
 import type { Database, SqlSession } from './database.js';
+import { PGliteThread } from './pglite-thread.js';
+
+export { EmbeddedDatabaseStoppedError } from './pglite-thread.js';
 
 export interface PGliteOptions {
   /** Folder of the data directory; `memory://` keeps everything in memory (tests). */
@@ -160,7 +163,7 @@ const ROW_PARSERS = {
 };
 
 /** `depth` 0 is the instance itself, 1 a transaction, 2 and more savepoints within it. */
-function sessionOf(db: PGlite | Transaction, depth = 0): SqlSession {
+function sessionOf(db: PGliteThread | Transaction, depth = 0): SqlSession {
   const savepoint = `savepoint_${depth}`;
   return {
     query: async <Row>(sql: string, params?: unknown[]) => (await db.query<Row>(sql, params, { parsers: ROW_PARSERS })).rows,
@@ -168,7 +171,7 @@ function sessionOf(db: PGlite | Transaction, depth = 0): SqlSession {
       await db.exec(script);
     },
     transaction: async (fn) => {
-      if (depth === 0) return (db as PGlite).transaction((tx) => fn(sessionOf(tx, 1)));
+      if (depth === 0) return (db as PGliteThread).transaction((tx) => fn(sessionOf(tx, 1)));
       await db.exec(`savepoint ${savepoint}`);
       try {
         const result = await fn(sessionOf(db, depth + 1));
@@ -182,7 +185,18 @@ function sessionOf(db: PGlite | Transaction, depth = 0): SqlSession {
   };
 }
 
-export async function openPGlite(options: PGliteOptions): Promise<Database> {
+/** The embedded database: the port, and a way for tests to crash its worker. */
+export interface EmbeddedDatabase extends Database {
+  /** Ends the worker thread as a crash would (the database then restarts it); for tests. */
+  crashWorker(): Promise<void>;
+}
+
+/**
+ * Opens the embedded database. Postgres runs in a worker thread (`pglite-thread.ts`), so a
+ * slow query waits there and never on the event loop; the data directory's lock stays with
+ * this process.
+ */
+export async function openPGlite(options: PGliteOptions): Promise<EmbeddedDatabase> {
   const inMemory = options.dataDir.startsWith('memory://');
   const dataDir = inMemory ? options.dataDir : resolve(options.dataDir);
   let unlock = async () => {};
@@ -194,9 +208,9 @@ export async function openPGlite(options: PGliteOptions): Promise<Database> {
       await createDataDirectory(dataDir, options.logger);
     }
   }
-  let db: PGlite;
+  let db: PGliteThread;
   try {
-    db = await PGlite.create({ dataDir, startParams: START_PARAMS });
+    db = await PGliteThread.start({ dataDir, startParams: START_PARAMS }, options.logger);
   } catch (error) {
     await unlock();
     throw error;
@@ -220,7 +234,10 @@ export async function openPGlite(options: PGliteOptions): Promise<Database> {
       return next;
     },
     version: async () => (await db.query<{ version: string }>('select version()')).rows[0]?.version ?? 'unknown',
-    prismaAdapter: () => new PrismaPGlite(db),
+    // The adapter asks for a PGlite; it uses only query, exec and transaction, which the
+    // thread's client half is.
+    prismaAdapter: () => new PrismaPGlite(db as unknown as PGlite),
+    crashWorker: () => db.crashWorker(),
     close: async () => {
       if (!db.closed) await db.close();
       await unlock();
