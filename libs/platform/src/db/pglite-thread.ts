@@ -66,6 +66,25 @@ function spawnWorker(start: WorkerStart): Worker {
   return new Worker(load, { eval: true, workerData: start });
 }
 
+/** The frontend messages (their first byte) that need an answer before the client goes on. */
+const SYNC = 0x53; // 'S'
+const DESCRIBE = 0x44; // 'D'
+/**
+ * Sync ends an exchange; Describe of a statement ('S', after the 4-byte length) answers the
+ * parameters' types the client needs to write the Bind. Every other message can wait for them.
+ */
+const answerNeeded = (message: Uint8Array) => message[0] === SYNC || (message[0] === DESCRIBE && message[5] === SYNC);
+
+function concat(parts: Uint8Array[]): Uint8Array {
+  const whole = new Uint8Array(parts.reduce((size, part) => size + part.length, 0));
+  let at = 0;
+  for (const part of parts) {
+    whole.set(part, at);
+    at += part.length;
+  }
+  return whole;
+}
+
 interface Pending {
   resolve: (reply: WorkerReply) => void;
   reject: (error: Error) => void;
@@ -105,6 +124,8 @@ export class PGliteThread extends BasePGlite {
   /** The worker generation the current exclusive section (a query, a transaction) began on. */
   #sectionGeneration = 0;
   #nextId = 0;
+  /** Messages whose answer nobody waits for yet (see execProtocolStream). */
+  #held: Uint8Array[] = [];
   #restarting: Promise<void> | undefined;
   #closed = false;
 
@@ -179,6 +200,7 @@ export class PGliteThread extends BasePGlite {
   #stopped(running: Running, reason: string): void {
     if (this.#running !== running) return;
     this.#running = undefined;
+    this.#held = [];
     const error = this.#closed ? new Error('PGlite is closed') : new EmbeddedDatabaseStoppedError(reason);
     this.#down = error;
     for (const call of running.pending.values()) call.reject(error);
@@ -251,16 +273,42 @@ export class PGliteThread extends BasePGlite {
     return { messages: results, data };
   }
 
+  /**
+   * PGlite's client sends a query as six messages, each awaited alone (parse, describe the
+   * statement, bind, describe the portal, execute, sync): six trips to the worker, each a
+   * wake-up of the other thread, which on a busy machine waits for a core. Only two answers
+   * are needed before the next message can be written: the statement's description (the
+   * parameters' types, which bind serializes by) and the end (sync). So parse, bind, the
+   * portal's description, execute and a simple query wait here, answered with nothing, and go
+   * with the next message that needs its answer, in one exchange whose answer they share;
+   * Postgres answers an extended-protocol batch exactly as it would the messages one by one,
+   * and after an error skips to the sync, as it would then too. A query is two trips, a
+   * script one.
+   */
   async execProtocolStream(message: Uint8Array, options: ExecProtocolOptions = {}): Promise<messages.BackendMessage[]> {
-    return (await this.execProtocol(message, options)).messages;
+    if (!answerNeeded(message)) {
+      this.#held.push(message);
+      return [];
+    }
+    const batch = this.#held.length === 0 ? message : concat([...this.#held, message]);
+    this.#held = [];
+    return (await this.execProtocol(batch, options)).messages;
   }
 
   async execProtocolRawStream(message: Uint8Array, { syncToFs, onRawData }: ExecProtocolOptionsStream): Promise<void> {
     onRawData(await this.execProtocolRaw(message, { syncToFs }));
   }
 
+  /**
+   * PGlite asks for this after every statement outside a transaction. On the file systems we
+   * open (a directory: Node's own file calls, which Postgres fsyncs itself; memory) the worker's
+   * flush does nothing, so it is sent without waiting for its answer: the worker runs it in
+   * order, before any later message, and a failure still reaches the log.
+   */
   async syncToFs(): Promise<void> {
-    await this.#call({ id: this.#nextId++, kind: 'sync' });
+    this.#call({ id: this.#nextId++, kind: 'sync' }).catch((error: unknown) => {
+      if (!(error instanceof EmbeddedDatabaseStoppedError)) this.#logger.warn({ err: error }, "the embedded database's flush to its files failed");
+    });
   }
 
   /** COPY to and from `/dev/blob` is PGlite's; nothing of ours uses it, so it is refused rather than half-done. */
