@@ -86,6 +86,27 @@ describe.each(CASES)('browser sign-in (%s, %s)', (topology, mode) => {
       expect([gone.status, gone.headers.get('location')]).toEqual([400, null]);
     });
 
+    it('pages the list as every list pages: by cursor through the Link header, each client once; 400 naming cursor for a bad one', async () => {
+      const names = ['Paged A', 'Paged B', 'Paged C'].map((name) => `${name} ${randomUUID()}`);
+      for (const name of names) expect((await register({ name, type: 'public', redirect_uris: ['https://app.example.com/cb'] })).status).toBe(201);
+      const seen: string[] = [];
+      let path: string | undefined = `${CLIENTS}?sort=name&limit=2`;
+      for (let pages = 0; path !== undefined && pages < 50; pages++) {
+        const page = await env.call('GET', path, admin);
+        expect(page.status).toBe(200);
+        seen.push(...(page.body as { name: string }[]).map((client) => client.name));
+        path = /<([^>]+)>; rel="next"/.exec(page.headers.get('link') ?? '')?.[1];
+      }
+      expect(path).toBeUndefined();
+      expect(new Set(seen).size).toBe(seen.length);
+      // In name order (the database's collation decides the rest of the list's order).
+      expect(names.map((name) => seen.indexOf(name))).toEqual(names.map((name) => seen.indexOf(name)).sort((a, b) => a - b));
+      for (const name of names) expect(seen).toContain(name);
+      const bad = await env.call('GET', `${CLIENTS}?cursor=not-a-cursor`, admin);
+      expect(bad.status).toBe(400);
+      expect(JSON.stringify(bad.body)).toContain('cursor');
+    });
+
     it('answers 403 to a signed-in non-admin and 401 without a token, on every operation', async () => {
       const some = `${CLIENTS}/${confidential.id}`;
       const body = { name: 'x', type: 'public', redirect_uris: [REDIRECT_URI] };

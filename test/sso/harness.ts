@@ -65,7 +65,7 @@ export interface SsoPlatform {
   /** POSTs a form to the token endpoint through the gateway. */
   token(params: Record<string, string>, headers?: Record<string, string>): Promise<TokenReply>;
   /** A JSON request through the gateway. */
-  call(method: string, path: string, token?: string, body?: unknown): Promise<{ status: number; body: unknown }>;
+  call(method: string, path: string, token?: string, body?: unknown): Promise<{ status: number; body: unknown; headers: Headers }>;
   /**
    * Another verifier started now, beside the running platform on the same cache and bus:
    * a gateway (in front of this platform's services) or a standalone identity service.
@@ -221,7 +221,7 @@ export async function startSsoPlatform(mode: TestMode, topology: Topology, env: 
         body: body === undefined ? undefined : JSON.stringify(body),
       });
       const text = await response.text();
-      return { status: response.status, body: text ? JSON.parse(text) : undefined };
+      return { status: response.status, body: text ? JSON.parse(text) : undefined, headers: response.headers };
     },
     adminToken: async () => {
       // The bootstrap runs once sso listens, beside the other services starting: poll briefly.

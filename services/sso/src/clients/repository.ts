@@ -1,4 +1,4 @@
-import type { CreateGuard } from '@app/platform';
+import { readFilteredPage, type CountPreference, type CreateGuard, type FilteredPage, type FilteredTable, type Page } from '@app/platform';
 import type { PrismaClient } from '../generated/prisma/client.js';
 import type { ClientGrantType, ClientType, Scope } from './schemas.js';
 
@@ -25,10 +25,24 @@ export interface ClientRepository {
   /** `guard` claims an Idempotency-Key first in the insert's transaction and keeps the answer last. */
   insert(client: Omit<StoredClient, 'createdAt' | 'updatedAt'>, guard?: CreateGuard<StoredClient>): Promise<StoredClient>;
   find(id: string): Promise<StoredClient | undefined>;
-  list(page: { limit: number; offset: number }): Promise<StoredClient[]>;
+  list(page: Page, count: CountPreference | undefined): Promise<FilteredPage<StoredClient>>;
   update(id: string, settings: ClientSettings): Promise<StoredClient | undefined>;
   delete(id: string): Promise<boolean>;
 }
+
+/** The client table as its list reads it: rows shaped as Prisma's, and the columns a list sorts on. */
+const CLIENT_TABLE: FilteredTable = {
+  from: '"sso"."oauth_client"',
+  select:
+    'id, name, type, secret_hash as "secretHash", redirect_uris as "redirectUris", post_logout_redirect_uris as "postLogoutRedirectUris", ' +
+    'grant_types as "grantTypes", scopes, created_at as "createdAt", updated_at as "updatedAt"',
+  columns: {
+    id: { column: 'id', type: 'uuid' },
+    name: { column: 'name', type: 'text' },
+    createdAt: { column: 'created_at', type: 'timestamptz' },
+    updatedAt: { column: 'updated_at', type: 'timestamptz' },
+  },
+};
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -53,7 +67,10 @@ export function createClientRepository(prisma: PrismaClient): ClientRepository {
       const row = await prisma.oAuthClient.findUnique({ where: { id } });
       return row ? stored(row) : undefined;
     },
-    list: async ({ limit, offset }) => (await prisma.oAuthClient.findMany({ orderBy: [{ createdAt: 'asc' }, { id: 'asc' }], take: limit, skip: offset })).map(stored),
+    list: async (page, count) => {
+      const found = await readFilteredPage<Parameters<typeof stored>[0]>(prisma, CLIENT_TABLE, {}, page, count);
+      return { ...found, rows: found.rows.map(stored) };
+    },
     update: async (id, settings) => {
       const rows = await prisma.oAuthClient.updateManyAndReturn({ where: { id }, data: { ...settings, updatedAt: new Date() } });
       return rows[0] ? stored(rows[0]) : undefined;

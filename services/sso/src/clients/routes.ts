@@ -1,4 +1,4 @@
-import { createIdempotently, idempotencyResponses, idempotentHeadersSchema, problemSchema, recordLocation, type App, type StoredAnswer } from '@app/platform';
+import { createIdempotently, idempotencyResponses, idempotentHeadersSchema, problemSchema, recordAnswers, recordLocation, sendPage, type App, type StoredAnswer } from '@app/platform';
 import { z } from 'zod';
 import {
   clientIdParamsSchema,
@@ -25,6 +25,8 @@ const createdAnswer = ({ client, secret }: CreatedClient): StoredAnswer => ({
   body: JSON.stringify([{ ...clientRecordOf(client), ...(secret !== undefined && { client_secret: secret }) }]),
   headers: { 'cache-control': 'no-store', location: recordLocation(CLIENTS_PATH, client.id) },
 });
+
+const asRecords = recordAnswers(clientRecordOf);
 
 /** The registered OAuth clients (admins only): the apps that may send users to the login page. */
 export async function clientRoutes(app: App, options: { clients: ClientService }): Promise<void> {
@@ -62,13 +64,14 @@ export async function clientRoutes(app: App, options: { clients: ClientService }
       schema: {
         tags: TAGS,
         operationId: 'listOAuthClients',
-        summary: 'List the registered OAuth clients (admins), oldest first',
+        summary: 'List the registered OAuth clients (admins)',
+        description: 'Pages as every list does: a Link header to the next page (by cursor, or by offset when offset was given); `Prefer: count=exact` or `count=estimated` adds the total as Content-Range.',
         security,
         querystring: listClientsQuerySchema,
         response: { 200: z.array(clientSchema), ...errors },
       },
     },
-    async (request) => (await clients.list(request.query)).map(clientRecordOf),
+    async (request, reply) => sendPage(request, reply, async (page, _filters, count) => asRecords.page(await clients.list(page, count))),
   );
 
   app.get(

@@ -1,4 +1,4 @@
-import { DEFAULT_LIMIT, isLoopbackHost, issueKey, MAX_LIMIT } from '@app/platform';
+import { isLoopbackHost, issueKey, listQuerySchema } from '@app/platform';
 import { z } from 'zod';
 
 export const CLIENT_TYPES = ['public', 'confidential'] as const;
@@ -99,11 +99,8 @@ export const createdClientSchema = clientSchema
   .meta({ id: 'CreatedOAuthClient' });
 
 export const clientIdParamsSchema = z.object({ id: z.uuid() });
-/** Clients are few (one per app an admin registered): a page by limit and offset, oldest first. */
-export const listClientsQuerySchema = z.strictObject({
-  limit: z.coerce.number().int().min(1).max(MAX_LIMIT).default(DEFAULT_LIMIT),
-  offset: z.coerce.number().int().min(0).default(0),
-});
+/** A page of the clients as every list pages (cursor or offset, `sort`, `Prefer: count`), by when or what they were named. */
+export const listClientsQuerySchema = listQuerySchema(['createdAt', 'updatedAt', 'name'], {});
 
 export type CreateClientBody = z.infer<typeof createClientBodySchema>;
 export type UpdateClientBody = z.infer<typeof updateClientBodySchema>;

@@ -1,5 +1,5 @@
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
-import { createCacheAside, guardRows, type Cache, type CreateGuard, type Logger } from '@app/platform';
+import { createCacheAside, guardRows, type Cache, type CountPreference, type CreateGuard, type FilteredPage, type Logger, type Page } from '@app/platform';
 import { clientNotFound } from './errors.js';
 import type { ClientRepository, StoredClient } from './repository.js';
 import type { ClientRecord, CreateClientBody, UpdateClientBody } from './schemas.js';
@@ -42,7 +42,7 @@ export interface ClientService {
    */
   create(body: CreateClientBody, guard?: CreateGuard<CreatedClient>): Promise<CreatedClient>;
   get(id: string): Promise<StoredClient>;
-  list(page: { limit: number; offset: number }): Promise<StoredClient[]>;
+  list(page: Page, count: CountPreference | undefined): Promise<FilteredPage<StoredClient>>;
   update(id: string, body: UpdateClientBody): Promise<StoredClient>;
   delete(id: string): Promise<void>;
   /** The client `id` names, or undefined (an unknown or malformed id alike). */
@@ -89,7 +89,7 @@ export function createClientService(repository: ClientRepository, shared: { cach
       return created(client);
     },
     get: async (id) => (await repository.find(id)) ?? Promise.reject(clientNotFound(id)),
-    list: (page) => repository.list(page),
+    list: (page, count) => repository.list(page, count),
     update: async (id, body) => {
       const client = await repository.update(id, settingsOf(body));
       if (!client) throw clientNotFound(id);
