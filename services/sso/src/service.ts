@@ -21,6 +21,7 @@ import { configuredKeyService } from './keys/configured.js';
 import { ssoConfig, type SsoOwnConfig } from './config.js';
 import { keyRoutes } from './keys/routes.js';
 import { createGrantCache } from './tokens/grant-cache.js';
+import { cacheLiveRefreshTokens } from './tokens/live-cache.js';
 import { createRefreshTokenRepository } from './tokens/repository.js';
 import { createRevoker, liveRevocationsOf } from './tokens/revocations.js';
 import { tokenRoutes } from './tokens/routes.js';
@@ -81,7 +82,10 @@ export function createSsoService(options: SsoOptions = {}): Service<SsoOwnConfig
       });
       // Every verifier of this process checks tokens against the key table: no JWKS fetch from itself.
       provide({ verificationKeys: keys.verificationKeys, systemToken: createSystemTokens(signer) });
-      const repository = createRefreshTokenRepository(prisma, database);
+      // Refresh tokens on the database; introspection of hot ones from memory (see live-cache.ts).
+      const refreshTokens = await cacheLiveRefreshTokens(createRefreshTokenRepository(prisma, database), { bus, logger });
+      app.addHook('onClose', () => refreshTokens.stop());
+      const repository = refreshTokens.repository;
       const revoker = createRevoker({
         repository,
         eventsCommitted,
