@@ -1,4 +1,4 @@
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHmac, createSecretKey, randomBytes } from 'node:crypto';
 import type { CredentialsClient, IdentityClient, InternalIdentity, VerifyApiKeyResponse } from '@app/contracts';
 import { readSignInGeneration, type Bus, type Cache, type Logger, type Subscription } from '@app/platform';
 
@@ -57,7 +57,7 @@ export async function createGrantCache(options: {
   logger: Logger;
 }): Promise<GrantCache> {
   const { credentials, identities, cache, bus, logger } = options;
-  const keyOfSecret = randomBytes(32);
+  const keyOfSecret = createSecretKey(randomBytes(32));
   const apiKeys = new Map<string, Entry<VerifyApiKeyResponse>>();
   const byId = new Map<string, Entry<InternalIdentity | undefined>>();
   /** Bumped by every drop: a fill that saw a drop happen while it read does not store. */
