@@ -13,6 +13,7 @@ import {
   type App,
   type Cache,
   type Logger,
+  type SqlSession,
 } from '@app/platform';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
@@ -23,8 +24,10 @@ import { createDomainService, type DomainService, type TaggedRecord } from './se
 
 /** What a domain's plugin is registered with: the owning service's adapters. */
 export interface CrudPluginOptions {
-  /** The owning service's Prisma client. */
+  /** The owning service's Prisma client, which writes go through. */
   prisma: PrismaRawClient;
+  /** The owning service's database port, which reads run on. */
+  database: SqlSession;
   /** The owning service's Postgres schema, holding the table and the outbox. */
   schema: string;
   cache: Cache;
@@ -121,7 +124,7 @@ export function createDomainPlugin(domain: Domain): FastifyPluginAsync<CrudPlugi
   return async (fastify, options) => {
     const app: App = fastify.withTypeProvider<ZodTypeProvider>();
     const service = createDomainService(domain, {
-      repository: createDomainRepository(domain, options.prisma, { schema: options.schema }),
+      repository: createDomainRepository(domain, options.prisma, { schema: options.schema, database: options.database }),
       cache: createRecordCache({ cache: options.cache, domain: domain.name, ttlSeconds: options.cacheTtlSeconds, logger: options.logger }),
       onCommitted: options.onCommitted,
     });

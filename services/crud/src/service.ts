@@ -28,6 +28,7 @@ export const crudService = defineService({
     for (const domain of DOMAINS) {
       await app.register(createDomainPlugin(domain), {
         prisma,
+        database,
         schema: CRUD_SCHEMA,
         cache,
         cacheTtlSeconds: config.CACHE_TTL_SECONDS,

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { createDomainRepository, type ListQuery, type PrismaRawClient } from '@app/crud';
-import { encodeCursor, migrateService, pageOf } from '@app/platform';
+import { createDomainRepository, type ListQuery } from '@app/crud';
+import { encodeCursor, migrateService, pageOf, type SqlSession } from '@app/platform';
 import { openTestDependencies, testModes } from '@app/testing';
 import { crudService, product } from '../src/index.js';
 import { createCrudPrisma } from '../src/repository.js';
@@ -39,17 +39,17 @@ describe.each(testModes())('an indexed range filter (%s)', (mode) => {
 
   /** Lists through the generic repository, recording its SQL; answers the records and the plan of that SQL. */
   const listAndExplain = async (query: Record<string, unknown>) => {
-    const recording: PrismaRawClient = {
-      $queryRawUnsafe: (sql, ...values) => {
+    // Reads run on the database port: its statements are the ones to explain.
+    const recording: SqlSession = {
+      ...deps.database,
+      query: (sql, values = []) => {
         ran.push({ sql, values });
-        return prisma.$queryRawUnsafe(sql, ...values);
+        return deps.database.query(sql, values);
       },
-      $executeRawUnsafe: (sql, ...values) => prisma.$executeRawUnsafe(sql, ...values),
-      $transaction: (fn) => prisma.$transaction(fn),
     };
     const { page, filters } = pageOf(product.schemas.query.parse(query) as ListQuery);
     ran.length = 0;
-    const { records } = await createDomainRepository(product, recording, { schema: 'crud' }).list(page, filters as never);
+    const { records } = await createDomainRepository(product, prisma, { schema: 'crud', database: recording }).list(page, filters as never);
     const [statement] = ran;
     const plan = await prisma.$queryRawUnsafe<Record<string, string>[]>(`explain ${statement!.sql}`, ...statement!.values);
     return { records, sql: statement!.sql, plan: plan.map((row) => row['QUERY PLAN']).join('\n') };
@@ -78,7 +78,7 @@ describe.each(testModes())('an indexed range filter (%s)', (mode) => {
   });
 
   it("answers count=estimated for a large list with the planner's estimate, near the exact count", async () => {
-    const repository = createDomainRepository(product, prisma, { schema: 'crud' });
+    const repository = createDomainRepository(product, prisma, { schema: 'crud', database: deps.database });
     const { filters } = pageOf(product.schemas.query.parse({ category: 'Fruits' }) as ListQuery);
     const exact = await repository.count(filters as never, 'exact');
     const estimated = await repository.count(filters as never, 'estimated');
