@@ -133,7 +133,10 @@ export interface RawQueryClient {
 export interface FilteredTable {
   /** The table, schema-qualified and quoted. */
   from: string;
-  /** The select list, aliasing columns to the field names the caller's rows use. */
+  /**
+   * The select list, aliasing columns to the field names the caller's rows use. An alias may
+   * name a value it computes from its column (a timestamp formatted): the order is the column's.
+   */
   select: string;
   /** The column of every field a list may filter or sort on. */
   columns: Readonly<Record<string, FilterColumn>>;
@@ -170,7 +173,7 @@ export async function readFilteredPage<Row>(
   const direction = page.sort.direction === 'desc' ? 'desc' : 'asc';
   const where = whereOf(page.after ? [...conditions, keysetCondition(sort, direction, page.after, params)] : conditions);
   params.push(page.limit + 1);
-  let sql = `select ${table.select} from ${table.from}${where} order by ${quoteIdent(sort.column)} ${direction}, "id" ${direction} limit $${params.length}::int8`;
+  let sql = `select ${table.select} from ${table.from}${where} order by ${table.from}.${quoteIdent(sort.column)} ${direction}, "id" ${direction} limit $${params.length}::int8`;
   if (page.offset > 0) {
     params.push(page.offset);
     sql += ` offset $${params.length}::int8`;
