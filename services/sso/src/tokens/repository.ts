@@ -93,11 +93,12 @@ export function createRefreshTokenRepository(prisma: PrismaClient, sql: SqlSessi
       await sql.query(
         `WITH "family" AS (
            INSERT INTO "sso"."refresh_family" ("id", "identity_id", "credential_id", "client_id", "scope", "generation", "issued_at")
-           VALUES ($1, $2, $3, $4, $5, 1, now())
+           VALUES ($1, $2, $3, $4, $5, 1, $9)
          )
          INSERT INTO "sso"."refresh_token" ("id", "token_hash", "family_id", "generation", "created_at", "expires_at")
-         VALUES ($6, $7, $1, 1, now(), $8)`,
-        [token.familyId, token.identityId, token.credentialId, token.clientId ?? null, token.scope ?? null, token.id, token.tokenHash, token.expiresAt],
+         VALUES ($6, $7, $1, 1, $9, $8)`,
+        // Node's clock, as rotate's: a revocation compares issued_at with Node's now minus a token's lifetime.
+        [token.familyId, token.identityId, token.credentialId, token.clientId ?? null, token.scope ?? null, token.id, token.tokenHash, token.expiresAt, new Date()],
       );
     },
     rotate: async (tokenHash, now, next) => {
