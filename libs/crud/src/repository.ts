@@ -34,7 +34,7 @@ import type { Domain } from './define-domain.js';
  * Writes go through Prisma: it owns the transaction the outbox event rides in. Reads (a
  * record, a page, a count) run on the database port itself: through Prisma's raw API a
  * 100-record page paid Prisma's query pipeline and its Decimal and Date objects, about a
- * fifth of crud's CPU per page (profile of the lists bench), for values toRecord turns back
+ * fifth of crud's CPU per page (profile of the lists bench), for values that were turned back
  * into numbers and strings anyway.
  */
 
@@ -111,9 +111,8 @@ export function createDomainRepository(domain: Domain, prisma: PrismaRawClient, 
   };
   /**
    * Each field under its own name, as its answer shows it: a timestamp (stored to the
-   * millisecond) already as toISOString writes it, a decimal as a double, as toRecord made
-   * them in JavaScript, a parse of a Date and a Number per value and row that showed in the
-   * lists bench's profile. A list's ORDER BY names its table's column (readFilteredPage), so
+   * millisecond) already as toISOString writes it, a decimal as a double. Made in JavaScript,
+   * a Date parsed and a Number per value and row showed in the lists bench's profile. A list's ORDER BY names its table's column (readFilteredPage), so
    * these output names never decide an order.
    */
   const selectList = domain.fields
@@ -125,19 +124,10 @@ export function createDomainRepository(domain: Domain, prisma: PrismaRawClient, 
       return name;
     })
     .join(', ');
-  const decimals = domain.columns.filter((column) => column.kind === 'decimal').map((column) => column.name);
   const writable = new Set([...domain.columns.map((column) => column.name), 'activated']);
 
-  /** Shapes a row in field order: timestamps as ISO strings, decimals as numbers whatever the driver returned. */
-  const toRecord = (row: Record<string, unknown>): DomainRecord => {
-    const record: DomainRecord = {};
-    for (const field of domain.fields) {
-      const value = row[field];
-      record[field] = value instanceof Date ? value.toISOString() : value ?? null;
-    }
-    for (const field of decimals) if (record[field] !== null) record[field] = Number(record[field]);
-    return record;
-  };
+  /** A row as a record: the select list already answers every field, in field order, as a record shows it. */
+  const toRecord = (row: Record<string, unknown>): DomainRecord => row as DomainRecord;
 
   const optional = new Set(domain.columns.filter((column) => !column.required).map((column) => column.name));
   // Every field may be sorted on (id too); the query schema offers a filter on all but id.
@@ -173,9 +163,8 @@ export function createDomainRepository(domain: Domain, prisma: PrismaRawClient, 
     },
 
     list: async (page, filters) => {
-      const found = await readFilteredPage<Record<string, unknown>>(reads, listed, filters, page, undefined);
-      // The select list already answers each field as a record shows it, in field order.
-      return { records: found.rows as DomainRecord[], hasMore: found.hasMore, ...(found.last ? { last: found.last } : {}) };
+      const found = await readFilteredPage<DomainRecord>(reads, listed, filters, page, undefined);
+      return { records: found.rows, hasMore: found.hasMore, ...(found.last ? { last: found.last } : {}) };
     },
 
     count: async (filters, count) => {
