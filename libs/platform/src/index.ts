@@ -29,6 +29,7 @@ export * from './cache/cache.js';
 export * from './cache/memory-cache.js';
 export * from './cache/redis-cache.js';
 export * from './cache/cache-aside.js';
+export * from './cache/generations.js';
 export * from './bus/bus.js';
 export * from './bus/local-bus.js';
 export * from './bus/nats-bus.js';

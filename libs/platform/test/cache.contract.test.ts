@@ -36,6 +36,14 @@ function cacheContract(name: string, open: () => Promise<Cache>) {
       expect([await cache.get(a), await cache.get(b)]).toEqual([null, null]);
     });
 
+    it('reads several keys in one call, in order, null where none is set, and accepts none', async () => {
+      const [a, missing, b] = [key('a'), key('missing'), key('b')];
+      await cache.set(a, '1', 60);
+      await cache.set(b, '2', 60);
+      expect(await cache.getMany([a, missing, b])).toEqual(['1', null, '2']);
+      expect(await cache.getMany([])).toEqual([]);
+    });
+
     it('expires a value after its TTL', async () => {
       const k = key('ttl');
       await cache.set(k, 'soon gone', 1);

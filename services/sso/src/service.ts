@@ -83,7 +83,7 @@ export function createSsoService(options: SsoOptions = {}): Service<SsoOwnConfig
       // Every verifier of this process checks tokens against the key table: no JWKS fetch from itself.
       provide({ verificationKeys: keys.verificationKeys, systemToken: createSystemTokens(signer) });
       // Refresh tokens on the database; introspection of hot ones from memory (see live-cache.ts).
-      const refreshTokens = await cacheLiveRefreshTokens(createRefreshTokenRepository(prisma, database), { bus, logger });
+      const refreshTokens = await cacheLiveRefreshTokens(createRefreshTokenRepository(prisma, database), { cache, bus, logger });
       app.addHook('onClose', () => refreshTokens.stop());
       const repository = refreshTokens.repository;
       const revoker = createRevoker({

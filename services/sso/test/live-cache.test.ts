@@ -118,6 +118,59 @@ describe.each(testModes())('refresh-token introspection from memory (%s)', (mode
     expect(await liveAfterEvent(any.hash, at)).toBe(false);
   });
 
+  describe('beside another replica (its own memory, the same database and shared cache)', () => {
+    let other: CachedRefreshTokens;
+    beforeAll(async () => {
+      other = await cacheLiveRefreshTokens(createRefreshTokenRepository(createPrismaClient(PrismaClient, deps.database), deps.database), deps);
+    });
+    afterAll(() => other.stop());
+
+    it('answers "not live" here as soon as the other replica answered its rotation, with no event', async () => {
+      const at = new Date();
+      const { familyId, hash } = await hotSignIn();
+      expect(await other.repository.rotate(hash, new Date(), { id: randomUUID(), tokenHash: tokenHash(), expiresAt: new Date(Date.now() + HOUR) })).toMatchObject({ familyId });
+      expect(await tokens.live(hash, at)).toBeUndefined();
+    });
+
+    it('answers "not live" here as soon as the other replica answered a revocation, with no event', async () => {
+      const at = new Date();
+      const byFamily = await hotSignIn();
+      const byIdentity = await hotSignIn();
+      // Held by the other replica too: its revocation drops its own entry and replaces the generation.
+      expect(await other.repository.live(byFamily.hash, at)).toMatchObject({ familyId: byFamily.familyId });
+      await other.repository.revoke({ familyId: byFamily.familyId }, new Date(), new Date(0), nothingToAnnounce);
+      expect(await tokens.live(byFamily.hash, at)).toBeUndefined();
+      expect(await other.repository.live(byFamily.hash, at)).toBeUndefined();
+      await other.repository.revoke({ identityId: byIdentity.identityId }, new Date(), new Date(0), nothingToAnnounce);
+      expect(await tokens.live(byIdentity.hash, at)).toBeUndefined();
+    });
+
+    it('keeps serving a token from memory when another is rotated', async () => {
+      const at = new Date();
+      const kept = await hotSignIn();
+      const rotated = await hotSignIn();
+      await other.repository.rotate(rotated.hash, new Date(), { id: randomUUID(), tokenHash: tokenHash(), expiresAt: new Date(Date.now() + HOUR) });
+      // Revoked behind both caches' backs: only an answer from memory still calls it live.
+      await revokeElsewhere(kept.familyId);
+      expect(await tokens.live(kept.hash, at)).toMatchObject({ familyId: kept.familyId });
+    });
+  });
+
+  it('serves nothing from memory while the shared cache cannot answer', async () => {
+    const failing = { ...deps.cache, getMany: () => Promise.reject(new Error('the shared cache is down')), set: () => Promise.reject(new Error('the shared cache is down')) };
+    const blind = await cacheLiveRefreshTokens(createRefreshTokenRepository(createPrismaClient(PrismaClient, deps.database), deps.database), { ...deps, cache: failing });
+    try {
+      const at = new Date();
+      const { familyId, hash } = await hotSignIn();
+      expect(await blind.repository.live(hash, at)).toMatchObject({ familyId });
+      await revokeElsewhere(familyId);
+      expect(await blind.repository.live(hash, at)).toBeUndefined();
+      expect(blind.size).toBe(0);
+    } finally {
+      await blind.stop();
+    }
+  });
+
   it('never keeps an answer read beside a revocation: once it committed, the token is not live', async () => {
     for (let i = 0; i < 20; i++) {
       const at = new Date();

@@ -5,6 +5,8 @@
 export interface Cache {
   readonly kind: 'redis' | 'memory';
   get(key: string): Promise<string | null>;
+  /** The values at `keys`, in order, in one round trip. */
+  getMany(keys: string[]): Promise<(string | null)[]>;
   set(key: string, value: string, ttlSeconds: number): Promise<void>;
   /** Drops the keys; a stamped key's stamp goes too, so no write under an older stamp lands (see readStamped). */
   delete(...keys: string[]): Promise<void>;

@@ -51,6 +51,7 @@ export function createMemoryCache(options: MemoryCacheOptions): Cache {
   return {
     kind: 'memory',
     get: async (key) => entries.existing?.get(key) ?? null,
+    getMany: async (keys) => keys.map((key) => entries.existing?.get(key) ?? null),
     set: async (key, value, ttlSeconds) => {
       entries.forWrite.set(key, value, { ttl: ttlSeconds * 1000 });
     },

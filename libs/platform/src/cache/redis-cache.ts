@@ -95,6 +95,7 @@ export async function createRedisCache(options: RedisCacheOptions): Promise<Cach
   return {
     kind: 'redis',
     get: (key) => redis.get(key),
+    getMany: (keys) => (keys.length > 0 ? redis.mget(...keys) : Promise.resolve([])),
     set: async (key, value, ttlSeconds) => {
       await redis.set(key, value, 'EX', ttlSeconds);
     },
