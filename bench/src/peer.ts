@@ -12,7 +12,7 @@ import { measure, measureLoop, median, type ClosedLoop, type Load } from './meas
 import { createDatabase, expectStatus, form, FORM, nodeEnv, startAllInOne, type AllInOne } from './platform.js';
 import { answers, removeDir, startProcess, stopProcess, tempDir, withParts } from './processes.js';
 import type { ScenarioKey } from './scenarios.js';
-import { CONNECTIONS, DURATION, PEER_DATABASES, ROOT, type PeerDatabase } from './settings.js';
+import { CONNECTIONS, DURATION, PEER_DATABASES, PEER_SCENARIOS, ROOT, type PeerDatabase } from './settings.js';
 import { authorizationCodeRoundTrip, createIntrospector, createUser } from './tokens.js';
 import { freePort } from '@app/testing';
 
@@ -37,6 +37,14 @@ const SCENARIOS = {
   authorizationCode: { key: 'authorizationCode', label: 'authorize, login, code, token', target: 0.9 },
 } as const satisfies Record<string, { key: ScenarioKey; label: string; target: number | undefined }>;
 type Scenario = keyof typeof SCENARIOS;
+
+const unknownScenario = PEER_SCENARIOS.find((name) => !(name in SCENARIOS));
+if (unknownScenario !== undefined) {
+  console.error(`BENCH_PEER_SCENARIOS takes a comma-separated list of ${Object.keys(SCENARIOS).join(', ')} (got ${JSON.stringify(unknownScenario)})`);
+  process.exit(2);
+}
+/** The scenarios this run measures: BENCH_PEER_SCENARIOS, or all. */
+const RUN_SCENARIOS = (PEER_SCENARIOS.length > 0 ? PEER_SCENARIOS : Object.keys(SCENARIOS)) as Scenario[];
 
 /** Each round's ratios (platform / peer), by database and scenario. */
 const ratios = new Map<string, number[]>();
@@ -223,7 +231,8 @@ const fmt = (value: number | undefined) => (value === undefined ? '   -  ' : `${
 function reportPeer(): void {
   console.log('\n  peer: platform / node-oidc-provider, median of the rounds so far (ratios of means, ABBA)');
   for (const database of PEER_DATABASES) {
-    for (const [scenario, { label, target }] of Object.entries(SCENARIOS)) {
+    for (const scenario of RUN_SCENARIOS) {
+      const { label, target } = SCENARIOS[scenario];
       const values = ratios.get(`${database}:${scenario}`) ?? [];
       const value = median(values);
       const verdict = target === undefined || value === undefined ? '' : value >= target ? `PASS (>= ${target}x)` : `FAIL (>= ${target}x)`;
@@ -244,7 +253,7 @@ export async function peerRound(round: number): Promise<void> {
         for (const side of [platform, peer]) {
           if ('load' in side.clientCredentials) await autocannon({ ...side.clientCredentials.load, connections: CONNECTIONS, duration: DURATION });
         }
-        for (const scenario of Object.keys(SCENARIOS) as Scenario[]) {
+        for (const scenario of RUN_SCENARIOS) {
           const ours = [await run(round, `${database} platform`, platform.base, scenario, platform[scenario])];
           const theirs = [await run(round, 'peer', peer.base, scenario, peer[scenario])];
           theirs.push(await run(round, 'peer', peer.base, scenario, peer[scenario]));

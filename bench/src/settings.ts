@@ -64,6 +64,9 @@ if (peerDatabases.some((name) => !(PEER_DATABASE_NAMES as readonly string[]).inc
 }
 export const PEER_DATABASES = peerDatabases as PeerDatabase[];
 
+/** The peer phase's scenarios to run (BENCH_PEER_SCENARIOS, comma-separated keys; default all): checked against the list in peer.ts. */
+export const PEER_SCENARIOS = (process.env.BENCH_PEER_SCENARIOS ?? '').split(',').map((name) => name.trim()).filter(Boolean);
+
 export const BASE_DATABASE_URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
 export const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
 export const NATS_URL = process.env.NATS_URL || 'nats://127.0.0.1:4222';

@@ -101,7 +101,7 @@ export function createSsoService(options: SsoOptions = {}): Service<SsoOwnConfig
       const throttle = createLoginThrottle(cache, logger);
       const trustedProxies = parseTrustedProxies(config.TRUST_PROXY);
       const oauthClients = createClientService(createClientRepository(prisma), { cache, logger });
-      const browserRepository = createBrowserSignInRepository(prisma);
+      const browserRepository = createBrowserSignInRepository(database);
       // Sign-in through Google and GitHub, for the configured ones: the login page offers each.
       const federation = createFederation({ config, cache, identities: clients.identity, credentials: clients.credentials, logger });
       const browser = createBrowserSignIn({

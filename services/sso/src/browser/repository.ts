@@ -1,4 +1,4 @@
-import type { PrismaClient } from '../generated/prisma/client.js';
+import type { SqlSession } from '@app/platform';
 
 /** What a client asked for at the authorization endpoint, validated (see authorization-request.ts). */
 export interface RequestedAuthorization {
@@ -77,72 +77,148 @@ export interface BrowserSignInRepository {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-type RequestRow = Awaited<ReturnType<PrismaClient['authorizationRequest']['findFirstOrThrow']>>;
+interface RequestRow {
+  id: string;
+  client_id: string;
+  redirect_uri: string;
+  scope: string;
+  state: string | null;
+  nonce: string | null;
+  code_challenge: string;
+  csrf_hash: string | null;
+  expires_at: Date;
+  session_id: string | null;
+  identity_id: string | null;
+  credential_id: string | null;
+  auth_time: Date | null;
+}
+
+/** The columns a RequestRow is read from. */
+const REQUEST_COLUMNS = `"id", "client_id", "redirect_uri", "scope", "state", "nonce", "code_challenge", "csrf_hash", "expires_at",
+  "session_id", "identity_id", "credential_id", "auth_time"`;
 
 const pendingOf = (row: RequestRow): PendingAuthorization => ({
   id: row.id,
-  clientId: row.clientId,
-  redirectUri: row.redirectUri,
+  clientId: row.client_id,
+  redirectUri: row.redirect_uri,
   scope: row.scope,
   state: row.state,
   nonce: row.nonce,
-  codeChallenge: row.codeChallenge,
-  csrfHash: row.csrfHash,
-  expiresAt: row.expiresAt,
+  codeChallenge: row.code_challenge,
+  csrfHash: row.csrf_hash,
+  expiresAt: row.expires_at,
 });
 
-export function createBrowserSignInRepository(prisma: PrismaClient): BrowserSignInRepository {
+/**
+ * Every statement of a browser sign-in (the authorization request, the form, the code, the
+ * session) runs on the database port itself, as the refresh tokens' do: through Prisma each
+ * would also pay its query pipeline and driver adapter on the main thread, and a sign-in makes
+ * six of them.
+ */
+export function createBrowserSignInRepository(sql: SqlSession): BrowserSignInRepository {
   return {
     insertRequest: async (request) => {
-      await prisma.authorizationRequest.create({ data: request });
+      await sql.query(
+        `INSERT INTO "sso"."authorization_request" ("id", "client_id", "redirect_uri", "scope", "state", "nonce", "code_challenge", "csrf_hash",
+           "expires_at", "code_hash", "code_expires_at", "session_id", "identity_id", "credential_id", "auth_time")
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+        [
+          request.id,
+          request.clientId,
+          request.redirectUri,
+          request.scope,
+          request.state,
+          request.nonce,
+          request.codeChallenge,
+          request.csrfHash,
+          request.expiresAt,
+          request.codeHash ?? null,
+          request.codeExpiresAt ?? null,
+          request.sessionId ?? null,
+          request.identityId ?? null,
+          request.credentialId ?? null,
+          request.authTime ?? null,
+        ],
+      );
     },
     rebindForm: async (id, csrfHash) => {
-      await prisma.authorizationRequest.updateMany({ where: { id, codeHash: null }, data: { csrfHash } });
+      if (!UUID.test(id)) return;
+      await sql.query(`UPDATE "sso"."authorization_request" SET "csrf_hash" = $2 WHERE "id" = $1 AND "code_hash" IS NULL`, [id, csrfHash]);
     },
     pendingRequest: async (id, now) => {
       if (!UUID.test(id)) return undefined;
-      const row = await prisma.authorizationRequest.findFirst({ where: { id, codeHash: null, expiresAt: { gt: now } } });
-      return row ? pendingOf(row) : undefined;
+      const rows = await sql.query<RequestRow>(
+        `SELECT ${REQUEST_COLUMNS} FROM "sso"."authorization_request" WHERE "id" = $1 AND "code_hash" IS NULL AND "expires_at" > $2`,
+        [id, now],
+      );
+      return rows[0] ? pendingOf(rows[0]) : undefined;
     },
     issueCode: async (requestId, now, code) => {
       if (!UUID.test(requestId)) return undefined;
-      const rows = await prisma.authorizationRequest.updateManyAndReturn({
-        where: { id: requestId, codeHash: null, expiresAt: { gt: now } },
-        data: { ...code, csrfHash: null },
-      });
+      const rows = await sql.query<RequestRow>(
+        `UPDATE "sso"."authorization_request"
+         SET "code_hash" = $3, "code_expires_at" = $4, "session_id" = $5, "identity_id" = $6, "credential_id" = $7, "auth_time" = $8, "csrf_hash" = NULL
+         WHERE "id" = $1 AND "code_hash" IS NULL AND "expires_at" > $2
+         RETURNING ${REQUEST_COLUMNS}`,
+        [requestId, now, code.codeHash, code.codeExpiresAt, code.sessionId, code.identityId, code.credentialId, code.authTime],
+      );
       return rows[0] ? pendingOf(rows[0]) : undefined;
     },
     redeemCode: async (codeHash, now, binding, familyId) => {
       if (!UUID.test(binding.clientId)) return undefined;
-      const rows = await prisma.authorizationRequest.updateManyAndReturn({
-        where: { codeHash, codeUsedAt: null, codeExpiresAt: { gt: now }, ...binding },
-        data: { codeUsedAt: now, familyId },
-      });
+      const rows = await sql.query<RequestRow>(
+        `UPDATE "sso"."authorization_request" SET "code_used_at" = $2, "family_id" = $6
+         WHERE "code_hash" = $1 AND "code_used_at" IS NULL AND "code_expires_at" > $2
+           AND "client_id" = $3 AND "redirect_uri" = $4 AND "code_challenge" = $5
+         RETURNING ${REQUEST_COLUMNS}`,
+        [codeHash, now, binding.clientId, binding.redirectUri, binding.codeChallenge, familyId],
+      );
       const row = rows[0];
-      if (!row || !row.sessionId || !row.identityId || !row.authTime) return undefined;
-      return { ...pendingOf(row), sessionId: row.sessionId, identityId: row.identityId, credentialId: row.credentialId, authTime: row.authTime, familyId };
+      if (!row || !row.session_id || !row.identity_id || !row.auth_time) return undefined;
+      return { ...pendingOf(row), sessionId: row.session_id, identityId: row.identity_id, credentialId: row.credential_id, authTime: row.auth_time, familyId };
     },
     familyOfSpentCode: async (codeHash) =>
-      (await prisma.authorizationRequest.findFirst({ where: { codeHash, codeUsedAt: { not: null } }, select: { familyId: true } }))?.familyId ?? undefined,
+      (
+        await sql.query<{ family_id: string | null }>(
+          `SELECT "family_id" FROM "sso"."authorization_request" WHERE "code_hash" = $1 AND "code_used_at" IS NOT NULL`,
+          [codeHash],
+        )
+      )[0]?.family_id ?? undefined,
     familiesOfSession: async (sessionId) =>
-      (await prisma.authorizationRequest.findMany({ where: { sessionId, familyId: { not: null } }, select: { familyId: true } })).map((row) => row.familyId!),
-    insertSession: async ({ sessionId, ...session }) => {
-      await prisma.browserSession.create({ data: { id: sessionId, ...session } });
+      (
+        await sql.query<{ family_id: string }>(
+          `SELECT "family_id" FROM "sso"."authorization_request" WHERE "session_id" = $1 AND "family_id" IS NOT NULL`,
+          [sessionId],
+        )
+      ).map((row) => row.family_id),
+    insertSession: async ({ sessionId, tokenHash, identityId, credentialId, authTime, expiresAt }) => {
+      await sql.query(
+        `INSERT INTO "sso"."browser_session" ("id", "token_hash", "identity_id", "credential_id", "auth_time", "expires_at") VALUES ($1, $2, $3, $4, $5, $6)`,
+        [sessionId, tokenHash, identityId, credentialId, authTime, expiresAt],
+      );
     },
     liveSession: async (tokenHash, now) => {
-      const row = await prisma.browserSession.findFirst({ where: { tokenHash, endedAt: null, expiresAt: { gt: now } } });
-      return row ? { sessionId: row.id, identityId: row.identityId, credentialId: row.credentialId, authTime: row.authTime, expiresAt: row.expiresAt } : undefined;
+      const rows = await sql.query<{ id: string; identity_id: string; credential_id: string | null; auth_time: Date; expires_at: Date }>(
+        `SELECT "id", "identity_id", "credential_id", "auth_time", "expires_at" FROM "sso"."browser_session"
+         WHERE "token_hash" = $1 AND "ended_at" IS NULL AND "expires_at" > $2`,
+        [tokenHash, now],
+      );
+      const row = rows[0];
+      return row ? { sessionId: row.id, identityId: row.identity_id, credentialId: row.credential_id, authTime: row.auth_time, expiresAt: row.expires_at } : undefined;
     },
     endSession: async (sessionId, now) => {
       if (!UUID.test(sessionId)) return false;
-      return (await prisma.browserSession.updateMany({ where: { id: sessionId, endedAt: null }, data: { endedAt: now } })).count === 1;
+      const ended = await sql.query(`UPDATE "sso"."browser_session" SET "ended_at" = $2 WHERE "id" = $1 AND "ended_at" IS NULL RETURNING "id"`, [sessionId, now]);
+      return ended.length === 1;
     },
     purge: async (before) => {
-      await prisma.browserSession.deleteMany({ where: { expiresAt: { lt: before } } });
-      await prisma.$executeRaw`
-        DELETE FROM "sso"."authorization_request" AS "request"
-        WHERE "expires_at" < ${before}
-          AND ("session_id" IS NULL OR NOT EXISTS (SELECT 1 FROM "sso"."browser_session" WHERE "id" = "request"."session_id"))`;
+      await sql.query(`DELETE FROM "sso"."browser_session" WHERE "expires_at" < $1`, [before]);
+      await sql.query(
+        `DELETE FROM "sso"."authorization_request" AS "request"
+         WHERE "expires_at" < $1
+           AND ("session_id" IS NULL OR NOT EXISTS (SELECT 1 FROM "sso"."browser_session" WHERE "id" = "request"."session_id"))`,
+        [before],
+      );
     },
   };
 }
