@@ -40,7 +40,8 @@ export function nodeCommandOf(script: string): NodeCommand {
   const node = words.indexOf('node');
   if (node === -1) throw new Error(`the start script does not run node: ${script}`);
   return {
-    env: Object.fromEntries(words.slice(0, node).flatMap((word) => (/^[A-Z_]+=/.test(word) ? [word.split('=') as [string, string]] : []))),
+    // Split at the first `=` only: a value may hold more (GLIBC_TUNABLES=glibc.malloc.hugetlb=1).
+    env: Object.fromEntries(words.slice(0, node).flatMap((word) => (/^[A-Z_]+=/.test(word) ? [[word.slice(0, word.indexOf('=')), word.slice(word.indexOf('=') + 1)]] : []))),
     flags: words.slice(node + 1).filter((word) => word.startsWith('--')),
   };
 }
@@ -135,7 +136,7 @@ export async function adminToken(base: string, password: string): Promise<string
 }
 
 /** A fresh data directory, a bootstrap admin's token and one product. */
-function startAllInOneOnce({ variant = THIS_CHECKOUT, nodeArgs = [], env = {} }: AllInOneOptions) {
+function startAllInOneOnce({ variant = THIS_CHECKOUT, nodeArgs = NODE_ARGS, env = {} }: AllInOneOptions) {
   return withParts(async (own) => {
     const dir = tempDir('all-in-one');
     own(async () => removeDir(dir));

@@ -23,7 +23,7 @@ export const NGINX_WORKERS = wholeNumber('BENCH_NGINX_WORKERS', 1, 1);
 export const LOG_LEVEL = process.env.BENCH_LOG_LEVEL || 'info';
 export const EXTRA = process.env.BENCH_EXTRA === '1';
 export const PROFILE = process.env.BENCH_PROFILE === '1' || process.argv.includes('--profile');
-/** Node options for split's processes (BENCH_NODE_ARGS, space-separated); NODE_OPTIONS refuses some, like --cpu-prof. */
+/** Node options for the platform's processes (BENCH_NODE_ARGS, space-separated): split's, and the all-in-one's where a phase sets none; NODE_OPTIONS refuses some, like --cpu-prof. */
 export const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
 
 /**
