@@ -46,10 +46,12 @@ export interface BrowserSignInRepository {
   /** A request whose form is still good: no code yet, not expired. */
   pendingRequest(id: string, now: Date): Promise<PendingAuthorization | undefined>;
   /**
-   * Gives a pending request its code, once: of two completions of one request (a double
-   * submit, a replayed form) only the first gets the row back.
+   * Records a sign-in's browser session and gives the pending request its code, in one
+   * statement. The session is kept whatever becomes of the request; the code is given once: of
+   * two completions of one request (a double submit, a replayed form) only the first gets the
+   * row back.
    */
-  issueCode(requestId: string, now: Date, code: IssuedCode): Promise<PendingAuthorization | undefined>;
+  startSession(session: BrowserSession & { tokenHash: string }, requestId: string, now: Date, code: IssuedCode): Promise<PendingAuthorization | undefined>;
   /**
    * Marks a code used, in one statement, when it is live and was issued to this client, for
    * this redirect URI and PKCE challenge; undefined otherwise (nothing changes then).
@@ -64,7 +66,6 @@ export interface BrowserSignInRepository {
   familyOfSpentCode(codeHash: string): Promise<string | undefined>;
   /** The token families started by the codes of a browser session. */
   familiesOfSession(sessionId: string): Promise<string[]>;
-  insertSession(session: BrowserSession & { tokenHash: string }): Promise<void>;
   liveSession(tokenHash: string, now: Date): Promise<BrowserSession | undefined>;
   /** Ends a browser session (no new code comes from it); true when it was live. */
   endSession(sessionId: string, now: Date): Promise<boolean>;
@@ -153,14 +154,22 @@ export function createBrowserSignInRepository(sql: SqlSession): BrowserSignInRep
       );
       return rows[0] ? pendingOf(rows[0]) : undefined;
     },
-    issueCode: async (requestId, now, code) => {
-      if (!UUID.test(requestId)) return undefined;
+    startSession: async ({ sessionId, tokenHash, identityId, credentialId, authTime, expiresAt }, requestId, now, code) => {
+      const session = [sessionId, tokenHash, identityId, credentialId, authTime, expiresAt];
+      const insertSession = `INSERT INTO "sso"."browser_session" ("id", "token_hash", "identity_id", "credential_id", "auth_time", "expires_at") VALUES ($1, $2, $3, $4, $5, $6)`;
+      // A request id that is no UUID names no request: the session alone is recorded.
+      if (!UUID.test(requestId)) {
+        await sql.query(insertSession, session);
+        return undefined;
+      }
+      // Both run whatever the other finds (a data-modifying WITH always runs to its end).
       const rows = await sql.query<RequestRow>(
-        `UPDATE "sso"."authorization_request"
-         SET "code_hash" = $3, "code_expires_at" = $4, "session_id" = $5, "identity_id" = $6, "credential_id" = $7, "auth_time" = $8, "csrf_hash" = NULL
-         WHERE "id" = $1 AND "code_hash" IS NULL AND "expires_at" > $2
+        `WITH "session" AS (${insertSession})
+         UPDATE "sso"."authorization_request"
+         SET "code_hash" = $9, "code_expires_at" = $10, "session_id" = $11, "identity_id" = $12, "credential_id" = $13, "auth_time" = $14, "csrf_hash" = NULL
+         WHERE "id" = $7 AND "code_hash" IS NULL AND "expires_at" > $8
          RETURNING ${REQUEST_COLUMNS}`,
-        [requestId, now, code.codeHash, code.codeExpiresAt, code.sessionId, code.identityId, code.credentialId, code.authTime],
+        [...session, requestId, now, code.codeHash, code.codeExpiresAt, code.sessionId, code.identityId, code.credentialId, code.authTime],
       );
       return rows[0] ? pendingOf(rows[0]) : undefined;
     },
@@ -191,12 +200,6 @@ export function createBrowserSignInRepository(sql: SqlSession): BrowserSignInRep
           [sessionId],
         )
       ).map((row) => row.family_id),
-    insertSession: async ({ sessionId, tokenHash, identityId, credentialId, authTime, expiresAt }) => {
-      await sql.query(
-        `INSERT INTO "sso"."browser_session" ("id", "token_hash", "identity_id", "credential_id", "auth_time", "expires_at") VALUES ($1, $2, $3, $4, $5, $6)`,
-        [sessionId, tokenHash, identityId, credentialId, authTime, expiresAt],
-      );
-    },
     liveSession: async (tokenHash, now) => {
       const rows = await sql.query<{ id: string; identity_id: string; credential_id: string | null; auth_time: Date; expires_at: Date }>(
         `SELECT "id", "identity_id", "credential_id", "auth_time", "expires_at" FROM "sso"."browser_session"

@@ -140,13 +140,17 @@ export function createBrowserSignIn(options: BrowserSignInOptions): BrowserSignI
     const now = new Date();
     const sessionToken = randomToken();
     const session = { sessionId: randomUUID(), identityId: signIn.identityId, credentialId: signIn.credentialId, authTime: now };
-    await repository.insertSession({ ...session, tokenHash: sha256(sessionToken), expiresAt: secondsFromNow(BROWSER_SESSION_SECONDS) });
+    const { code, issued } = newCode(session);
+    const answered = await repository.startSession(
+      { ...session, tokenHash: sha256(sessionToken), expiresAt: secondsFromNow(BROWSER_SESSION_SECONDS) },
+      signIn.requestId,
+      now,
+      issued,
+    );
     reply.header('set-cookie', [
       setCookie(SESSION_COOKIE, sessionToken, { maxAgeSeconds: BROWSER_SESSION_SECONDS, secure }),
       clearCookie(formCookieName(signIn.requestId), secure),
     ]);
-    const { code, issued } = newCode(session);
-    const answered = await repository.issueCode(signIn.requestId, now, issued);
     if (!answered) {
       // Signed in, but the request expired or was answered already (a second submit): the
       // user is told to start again, and will find the session live when they do.
