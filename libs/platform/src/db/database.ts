@@ -52,6 +52,9 @@ export interface Database extends SqlSession {
   close(): Promise<void>;
 }
 
+/** Whether `value` is a UUID's text: what may reach a uuid column (anything else makes Postgres fail the statement). */
+export const isUuid = (value: string): boolean => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value);
+
 /** Quotes an identifier (schema, table) for SQL; names come from code, never from requests. */
 export function quoteIdent(name: string): string {
   return `"${name.replace(/"/g, '""')}"`;

@@ -1,4 +1,4 @@
-import type { SqlSession } from '@app/platform';
+import { isUuid, type SqlSession } from '@app/platform';
 
 /** What a client asked for at the authorization endpoint, validated (see authorization-request.ts). */
 export interface RequestedAuthorization {
@@ -76,8 +76,6 @@ export interface BrowserSignInRepository {
   purge(before: Date): Promise<void>;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 interface RequestRow {
   id: string;
   client_id: string;
@@ -143,11 +141,11 @@ export function createBrowserSignInRepository(sql: SqlSession): BrowserSignInRep
       );
     },
     rebindForm: async (id, csrfHash) => {
-      if (!UUID.test(id)) return;
+      if (!isUuid(id)) return;
       await sql.query(`UPDATE "sso"."authorization_request" SET "csrf_hash" = $2 WHERE "id" = $1 AND "code_hash" IS NULL`, [id, csrfHash]);
     },
     pendingRequest: async (id, now) => {
-      if (!UUID.test(id)) return undefined;
+      if (!isUuid(id)) return undefined;
       const rows = await sql.query<RequestRow>(
         `SELECT ${REQUEST_COLUMNS} FROM "sso"."authorization_request" WHERE "id" = $1 AND "code_hash" IS NULL AND "expires_at" > $2`,
         [id, now],
@@ -158,7 +156,7 @@ export function createBrowserSignInRepository(sql: SqlSession): BrowserSignInRep
       const session = [sessionId, tokenHash, identityId, credentialId, authTime, expiresAt];
       const insertSession = `INSERT INTO "sso"."browser_session" ("id", "token_hash", "identity_id", "credential_id", "auth_time", "expires_at") VALUES ($1, $2, $3, $4, $5, $6)`;
       // A request id that is no UUID names no request: the session alone is recorded.
-      if (!UUID.test(requestId)) {
+      if (!isUuid(requestId)) {
         await sql.query(insertSession, session);
         return undefined;
       }
@@ -174,7 +172,7 @@ export function createBrowserSignInRepository(sql: SqlSession): BrowserSignInRep
       return rows[0] ? pendingOf(rows[0]) : undefined;
     },
     redeemCode: async (codeHash, now, binding, familyId) => {
-      if (!UUID.test(binding.clientId)) return undefined;
+      if (!isUuid(binding.clientId)) return undefined;
       const rows = await sql.query<RequestRow>(
         `UPDATE "sso"."authorization_request" SET "code_used_at" = $2, "family_id" = $6
          WHERE "code_hash" = $1 AND "code_used_at" IS NULL AND "code_expires_at" > $2
@@ -210,7 +208,7 @@ export function createBrowserSignInRepository(sql: SqlSession): BrowserSignInRep
       return row ? { sessionId: row.id, identityId: row.identity_id, credentialId: row.credential_id, authTime: row.auth_time, expiresAt: row.expires_at } : undefined;
     },
     endSession: async (sessionId, now) => {
-      if (!UUID.test(sessionId)) return false;
+      if (!isUuid(sessionId)) return false;
       const ended = await sql.query(`UPDATE "sso"."browser_session" SET "ended_at" = $2 WHERE "id" = $1 AND "ended_at" IS NULL RETURNING "id"`, [sessionId, now]);
       return ended.length === 1;
     },

@@ -1,4 +1,4 @@
-import { readFilteredPage, type CountPreference, type CreateGuard, type FilteredPage, type FilteredTable, type Page } from '@app/platform';
+import { isUuid, readFilteredPage, type CountPreference, type CreateGuard, type FilteredPage, type FilteredTable, type Page } from '@app/platform';
 import type { PrismaClient } from '../generated/prisma/client.js';
 import type { ClientGrantType, ClientType, Scope } from './schemas.js';
 
@@ -44,8 +44,6 @@ const CLIENT_TABLE: FilteredTable = {
   },
 };
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 export function createClientRepository(prisma: PrismaClient): ClientRepository {
   const stored = (row: Awaited<ReturnType<typeof prisma.oAuthClient.create>>): StoredClient => ({
     ...row,
@@ -63,7 +61,7 @@ export function createClientRepository(prisma: PrismaClient): ClientRepository {
       }),
     // A client_id that is not a UUID names no client (and must not reach a uuid column).
     find: async (id) => {
-      if (!UUID.test(id)) return undefined;
+      if (!isUuid(id)) return undefined;
       const row = await prisma.oAuthClient.findUnique({ where: { id } });
       return row ? stored(row) : undefined;
     },

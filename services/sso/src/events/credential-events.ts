@@ -1,7 +1,6 @@
 import { credentialEventSchema } from '@app/contracts';
-import type { Logger, ServiceContext } from '@app/platform';
+import { isUuid, type Logger, type ServiceContext } from '@app/platform';
 import type { Revoker } from '../tokens/revocations.js';
-import { UUID } from '../tokens/service.js';
 
 /** Durable consumer group: every sso replica shares it, so each event is handled once. */
 export const SSO_EVENT_GROUP = 'sso';
@@ -36,7 +35,7 @@ export async function subscribeToCredentialEvents(options: { subscribe: ServiceC
       } else if (gone) {
         await revoker.endSessions({ credentialId: event.credentialId });
       } else {
-        const actor = event.actorSessionId && UUID.test(event.actorSessionId) ? event.actorSessionId : undefined;
+        const actor = event.actorSessionId && isUuid(event.actorSessionId) ? event.actorSessionId : undefined;
         await revoker.endSessions({ identityId: event.identityId, exceptFamilyId: actor });
       }
       logger.info({ credentialId: event.credentialId, subject: message.subject }, 'sessions of a credential revoked');

@@ -1,6 +1,6 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { UpstreamError, type CredentialsClient, type IdentityClient } from '@app/contracts';
-import type { Logger, TokenVerifier } from '@app/platform';
+import { isUuid, type Logger, type TokenVerifier } from '@app/platform';
 import {
   invalidClient,
   invalidCredentials,
@@ -34,8 +34,6 @@ const NO_IDENTITY = '00000000-0000-0000-0000-000000000000';
 /** 256 random bits: a refresh token cannot be guessed, so one SHA-256 (no salt, no stretching) is a safe lookup key. */
 const REFRESH_TOKEN_BYTES = 32;
 
-/** Every `sid` sso issues is a UUID (a family id, or one grant's). */
-export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export const hashRefreshToken = (token: string) => createHash('sha256').update(token).digest('hex');
 
@@ -370,7 +368,7 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
         (principal) => principal.claims.sid,
         () => undefined,
       );
-      if (sid && UUID.test(sid)) await revoker.endSessions({ familyId: sid }, [sid]);
+      if (sid && isUuid(sid)) await revoker.endSessions({ familyId: sid }, [sid]);
     },
   };
 }
