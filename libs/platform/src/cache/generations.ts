@@ -6,8 +6,8 @@ import type { Cache } from './cache.js';
  * and before it answers. A process-local cache entry remembers the generations it read
  * *before* the reads it was filled from, and is served only while they are unchanged; so a
  * request that starts after a change was answered never gets what was cached before it, in
- * any replica (read-your-writes, as with no cache). The sign-in generation and the refresh
- * tokens' (sso's live cache) are such values.
+ * any replica (read-your-writes, as with no cache). The sign-in generation
+ * (auth/sign-in-generation.ts) is one.
  *
  * Each value is a fresh UUID, never a counter: a key lost to eviction or expiry and created
  * again can never repeat a value an old entry holds.
