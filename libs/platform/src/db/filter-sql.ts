@@ -1,6 +1,6 @@
 import type { FilterCondition, ListFilters } from '../http/filters.js';
 import { EXACT_BELOW, type CountPreference, type Page, type SortKey } from '../http/list.js';
-import { quoteIdent } from './database.js';
+import { quoteIdent, type SqlSession } from './database.js';
 
 /** Where a filterable field lives in SQL. */
 export interface FilterColumn {
@@ -140,6 +140,14 @@ export interface FilteredTable {
   select: string;
   /** The column of every field a list may filter or sort on. */
   columns: Readonly<Record<string, FilterColumn>>;
+}
+
+/**
+ * The one row of `table` that `where` names (a condition on a unique key, with `params`), as
+ * its list shapes rows, or null: the look-ups of a hot path, on the database port itself.
+ */
+export async function readTableRow<Row>(session: SqlSession, table: FilteredTable, where: string, params: unknown[]): Promise<Row | null> {
+  return (await session.query<Row>(`select ${table.select} from ${table.from} where ${where}`, params))[0] ?? null;
 }
 
 /** A page as `readFilteredPage` reads it: its rows, whether more follow, the total when asked, and the last row's sort key. */

@@ -3,6 +3,7 @@ import {
   createRecordWriter,
   isUuid,
   readFilteredPage,
+  readTableRow,
   type Database,
   type EventFor,
   type FilteredTable,
@@ -80,9 +81,7 @@ export function createCredentialRepository(database: Database): CredentialReposi
     table: CREDENTIAL_TABLE,
     readUnconditioned: true,
   });
-  /** The one credential the condition names (each names a unique key), as Prisma's row. */
-  const first = async (where: string, params: unknown[]) =>
-    (await database.query<CredentialRow>(`select ${CREDENTIAL_TABLE.select} from ${CREDENTIAL_TABLE.from} where ${where}`, params))[0] ?? null;
+  const first = (where: string, params: unknown[]) => readTableRow<CredentialRow>(database, CREDENTIAL_TABLE, where, params);
   return {
     // The look-ups of every sign-in and API key grant, on the database port itself: Prisma's
     // query pipeline cost about as much main-thread time as the statement (profile of the

@@ -1,4 +1,4 @@
-import { createPrismaClient, createRecordWriter, isUuid, readFilteredPage, type Database, type FilteredTable, type ListFilters, type RecordRepository } from '@app/platform';
+import { createPrismaClient, createRecordWriter, isUuid, readFilteredPage, readTableRow, type Database, type FilteredTable, type ListFilters, type RecordRepository } from '@app/platform';
 import { PrismaClient, type Identity, type Prisma } from '../generated/prisma/client.js';
 import type { IdentityFilters } from './schemas.js';
 
@@ -75,8 +75,8 @@ export function createIdentityRepository(database: Database): IdentityRepository
   return {
     // The look-ups of every sign-in, on the database port itself: Prisma's query pipeline cost
     // about as much main-thread time as the statement (profile of the browser sign-in).
-    findById: async (id) => (isUuid(id) ? ((await database.query<IdentityRow>(`select ${IDENTITY_TABLE.select} from ${IDENTITY_TABLE.from} where id = $1`, [id]))[0] ?? null) : null),
-    findByEmail: async (email) => (await database.query<IdentityRow>(`select ${IDENTITY_TABLE.select} from ${IDENTITY_TABLE.from} where email = $1`, [email]))[0] ?? null,
+    findById: async (id) => (isUuid(id) ? readTableRow<IdentityRow>(database, IDENTITY_TABLE, 'id = $1', [id]) : null),
+    findByEmail: (email) => readTableRow<IdentityRow>(database, IDENTITY_TABLE, 'email = $1', [email]),
     list: (filters, page, count) => readFilteredPage<IdentityRow>(prisma, IDENTITY_TABLE, filters as ListFilters, page, count),
     create: async (data, event, guard) => (await writer.create((tx) => tx.identity.create({ data }), event, guard))!,
     update: (id, data, event, precondition) =>

@@ -14,7 +14,8 @@ const MAX_ENTRIES = 10_000;
 /**
  * The generations (platform cache/generations.ts) an entry is served under: one that every
  * revocation replaces, and one per token that its rotation replaces. A token's key lives a
- * minute past its last use (far longer than any entry), so keys of tokens nobody introspects
+ * minute from when it was made or replaced (far longer than any entry: one missing is made
+ * afresh, and entries under the old value miss once), so keys of tokens nobody introspects
  * any more leave the shared cache.
  */
 const REVOCATIONS_GENERATION: GenerationKey = ['sso:refresh-revocations-generation', 86_400];
