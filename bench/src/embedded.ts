@@ -10,10 +10,10 @@ import { join } from 'node:path';
 import { openPGlite } from '@app/platform';
 import { freePort, silentLogger } from '@app/testing';
 import autocannon from 'autocannon';
-import { failuresOf, printRow } from './measure.js';
+import { failuresOf, load, printRow } from './measure.js';
 import { ADMIN_EMAIL, adminToken, createProduct, ENTRIES, form, FORM, nodeCommandOf, nodeEnv, postJson, startScriptOf, type Variant } from './platform.js';
 import { answers, removeDir, startProcess, stopProcess, tempDir } from './processes.js';
-import { CONNECTIONS, DURATION, ROOT } from './settings.js';
+import { DURATION, ROOT } from './settings.js';
 
 /** Rows enough that a page at a deep offset makes the database read and sort tens of thousands. */
 const SEEDED_PRODUCTS = 50_000;
@@ -57,7 +57,7 @@ async function seedProducts(dir: string): Promise<void> {
 }
 
 const readAt = (url: string, token: string) =>
-  autocannon({ url, headers: { authorization: `Bearer ${token}` }, connections: CONNECTIONS, duration: DURATION, overallRate: READ_RATE });
+  load({ url, headers: { authorization: `Bearer ${token}` }, overallRate: READ_RATE });
 
 /** Deep pages, each at an offset not asked before in this run, so neither cache nor the same plan answers. */
 function deepLists(base: string, token: string) {
@@ -81,7 +81,7 @@ async function signInsAt(base: string, token: string) {
   const user = await postJson(base, '/api/v1/identity', { name: 'Bench User', email });
   await postJson(base, '/api/v1/credentials', { identity_id: user.id, provider: 'LOCAL', secret: password }, token);
   const body = form({ grant_type: 'password', username: email, password });
-  return autocannon({ url: `${base}/api/v1/sso/token`, method: 'POST', headers: FORM, body, connections: CONNECTIONS, duration: DURATION, overallRate: SIGN_IN_RATE });
+  return load({ url: `${base}/api/v1/sso/token`, method: 'POST', headers: FORM, body, overallRate: SIGN_IN_RATE });
 }
 
 const ms = (value: number) => `${value} ms`;

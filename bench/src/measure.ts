@@ -21,9 +21,85 @@ export type Load = Omit<autocannon.Options, 'connections' | 'duration'>;
 
 export const failuresOf = (...results: autocannon.Result[]) => results.reduce((sum, r) => sum + r.non2xx + r.errors + r.timeouts, 0);
 
+export const percentile = (sorted: number[], p: number) => (sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!);
+
+/** How long a paced request may wait for its answer before it counts as a timeout, as autocannon's default. */
+const PACED_TIMEOUT_MS = 10_000;
+
+/**
+ * An open loop at `overallRate` requests a second, evenly spaced: request i is due at
+ * i / overallRate seconds, whatever the answers before it, over at most `connections`
+ * connections (undici queues the rest). Each latency runs from when its request was due, so
+ * a stall counts against every request it delays (no coordinated omission). autocannon's own
+ * rate limit is no such thing: each connection sends its share of a second back to back as
+ * the second starts, so "200/s over 10 connections" is a burst of 200 requests each second.
+ */
+async function paced(options: Load & { connections?: number; overallRate: number }, duration: number): Promise<autocannon.Result> {
+  const { origin, pathname, search } = new URL(options.url);
+  const pool = new Pool(origin, { connections: options.connections ?? CONNECTIONS, keepAliveTimeout: 60_000 });
+  const latencies: number[] = [];
+  const statusCodeStats: Record<string, { count: number }> = {};
+  let non2xx = 0;
+  let errors = 0;
+  let timeouts = 0;
+  const one = async (due: number) => {
+    try {
+      const response = await pool.request({
+        path: `${pathname}${search}`,
+        method: (options.method ?? 'GET') as Dispatcher.HttpMethod,
+        headers: options.headers,
+        body: options.body,
+        headersTimeout: PACED_TIMEOUT_MS,
+        bodyTimeout: PACED_TIMEOUT_MS,
+      });
+      await response.body.dump({ limit: Number.POSITIVE_INFINITY });
+      const status = String(response.statusCode);
+      statusCodeStats[status] = { count: (statusCodeStats[status]?.count ?? 0) + 1 };
+      if (response.statusCode >= 200 && response.statusCode < 300) latencies.push(performance.now() - due);
+      else non2xx++;
+    } catch (error) {
+      if ((error as { code?: string }).code?.endsWith('_TIMEOUT')) timeouts++;
+      else errors++;
+    }
+  };
+  const interval = 1000 / options.overallRate;
+  const count = Math.round(duration * options.overallRate);
+  const started = performance.now();
+  const sent: Promise<void>[] = [];
+  while (sent.length < count) {
+    const now = performance.now();
+    // Every request due by now goes out now, late ones included: the schedule never slips.
+    while (sent.length < count && started + sent.length * interval <= now) sent.push(one(started + sent.length * interval));
+    if (sent.length < count) await new Promise((resolve) => setTimeout(resolve, Math.max(0, started + sent.length * interval - performance.now())));
+  }
+  await Promise.all(sent);
+  const elapsed = (performance.now() - started) / 1000;
+  await pool.close();
+  latencies.sort((a, b) => a - b);
+  const ms = (value: number) => Math.round(value * 10) / 10;
+  const average = latencies.reduce((sum, value) => sum + value, 0) / (latencies.length || 1);
+  return {
+    requests: { average: latencies.length / elapsed, p50: 0, p99: 0 },
+    latency: { average: ms(average), p50: ms(percentile(latencies, 50)), p99: ms(percentile(latencies, 99)) },
+    non2xx,
+    errors,
+    timeouts,
+    statusCodeStats,
+  };
+}
+
+/**
+ * A load for `duration` seconds (BENCH_DURATION by default): paced (an open loop) when it has
+ * an `overallRate`, else autocannon's closed loop of BENCH_CONNECTIONS connections.
+ */
+export function load(options: Load & { connections?: number }, duration = DURATION): Promise<autocannon.Result> {
+  if (options.overallRate) return paced({ ...options, overallRate: options.overallRate }, duration);
+  return autocannon({ connections: CONNECTIONS, ...options, duration });
+}
+
 /** autocannon for BENCH_WARMUP seconds (not counted), then for BENCH_DURATION seconds. */
 export async function measure(round: number | string, key: ScenarioKey, options: Load, label: string = LABELS[key]): Promise<Row & { rps: number; p50: number; p99: number }> {
-  const run = (duration: number) => autocannon({ ...options, connections: CONNECTIONS, duration });
+  const run = (duration: number) => load(options, duration);
   const warm = options.overallRate ? undefined : await run(WARMUP);
   const result = await run(DURATION);
   const failures = failuresOf(result, ...(warm ? [warm] : []));
@@ -33,7 +109,6 @@ export async function measure(round: number | string, key: ScenarioKey, options:
   return row;
 }
 
-export const percentile = (sorted: number[], p: number) => (sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!);
 
 export function median(values: number[]): number | undefined {
   if (values.length === 0) return undefined;
