@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { openPGlite } from '@app/platform';
 import { freePort, silentLogger } from '@app/testing';
 import autocannon from 'autocannon';
-import { failuresOf, load, printRow } from './measure.js';
+import { failuresOf, paced, printRow } from './measure.js';
 import { ADMIN_EMAIL, adminToken, createProduct, ENTRIES, form, FORM, nodeCommandOf, nodeEnv, postJson, startScriptOf, type Variant } from './platform.js';
 import { answers, removeDir, startProcess, stopProcess, tempDir } from './processes.js';
 import { DURATION, ROOT } from './settings.js';
@@ -63,7 +63,7 @@ async function seedProducts(dir: string): Promise<void> {
 }
 
 const readAt = (url: string, token: string) =>
-  load({ url, headers: { authorization: `Bearer ${token}` }, overallRate: READ_RATE }, SECONDS);
+  paced({ url, headers: { authorization: `Bearer ${token}` }, overallRate: READ_RATE }, SECONDS);
 
 /** Deep pages, each at an offset not asked before in this run, so neither cache nor the same plan answers. */
 function deepLists(base: string, token: string) {
@@ -87,7 +87,7 @@ async function signInsAt(base: string, token: string) {
   const user = await postJson(base, '/api/v1/identity', { name: 'Bench User', email });
   await postJson(base, '/api/v1/credentials', { identity_id: user.id, provider: 'LOCAL', secret: password }, token);
   const body = form({ grant_type: 'password', username: email, password });
-  return load({ url: `${base}/api/v1/sso/token`, method: 'POST', headers: FORM, body, overallRate: SIGN_IN_RATE }, SECONDS);
+  return paced({ url: `${base}/api/v1/sso/token`, method: 'POST', headers: FORM, body, overallRate: SIGN_IN_RATE }, SECONDS);
 }
 
 const ms = (value: number) => `${value} ms`;

@@ -5,10 +5,11 @@
 // reached by walking the list through its Link headers), 200 000 deep by offset (for the
 // record: it reads and sorts every row it skips), and with Prefer: count=exact and
 // count=estimated. crud runs with its cache off, so every request reaches the database.
+import autocannon from 'autocannon';
 import { createLogger, openPostgres } from '@app/platform';
-import { failuresOf, load, printRow } from './measure.js';
+import { failuresOf, paced, printRow } from './measure.js';
 import { expectStatus, type Jwks, startSplit } from './platform.js';
-import { DURATION, WARMUP } from './settings.js';
+import { CONNECTIONS, DURATION, WARMUP } from './settings.js';
 
 /** The products loaded: the issue's figures are for a million. */
 const ROWS = 1_000_000;
@@ -56,7 +57,8 @@ interface ListRow {
 /** One URL, warm-up then measured, as measure.ts does (10 connections as fast as they go, or paced at `rate`); a row with its p50 and p99. */
 async function measureList(round: number, label: string, url: string, headers: Record<string, string>, rate?: number): Promise<ListRow> {
   // A deep offset takes seconds a request: a longer timeout than autocannon's 10 s keeps it a figure, not a timeout.
-  const run = (duration: number) => load({ url, headers, timeout: 60, ...(rate ? { overallRate: rate } : {}) }, duration);
+  const run = (duration: number) =>
+    rate ? paced({ url, headers, overallRate: rate }, duration) : autocannon({ url, headers, connections: CONNECTIONS, duration, timeout: 60 });
   const warm = await run(WARMUP);
   const result = await run(DURATION);
   const row = { label, rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, failures: failuresOf(result, warm) };
