@@ -78,10 +78,10 @@ describe.each(CASES)('OAuth 2 metadata, introspection and key rotation at the ed
     });
     return { status: response.status, headers: response.headers, body: (await response.json()) as Record<string, unknown> };
   };
-  const revoke = (token: string) =>
+  const revoke = (token: string, headers: Record<string, string> = {}) =>
     fetch(`${env.gateway}/api/v1/sso/revoke`, {
       method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
       body: new URLSearchParams({ token }).toString(),
     });
   const asClient = () => ({ authorization: basic(user.credentialId, user.apiKey) });
@@ -204,7 +204,10 @@ describe.each(CASES)('OAuth 2 metadata, introspection and key rotation at the ed
       };
       const revokedAccess = await clientToken();
       expect((await introspect({ token: revokedAccess }, asClient())).body.active).toBe(true);
+      // RFC 7009 §2.1: an API key's token is the key's to revoke; a request naming no client changes nothing.
       expect((await revoke(revokedAccess)).status).toBe(200);
+      expect((await introspect({ token: revokedAccess }, asClient())).body.active).toBe(true);
+      expect((await revoke(revokedAccess, asClient())).status).toBe(200);
       // With real servers the revocation reaches this process's set through the outbox and NATS: within 1 s (DESIGN).
       expect(await eventually(async () => (await introspect({ token: revokedAccess }, asClient())).body.active === false)).toBe(true);
       expect(await inactive(revokedAccess)).toEqual([200, { active: false }]);

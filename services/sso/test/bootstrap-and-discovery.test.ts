@@ -107,7 +107,7 @@ describe('discovery', () => {
     claims_supported: ['sub', 'email', 'name', 'picture'],
     id_token_signing_alg_values_supported: ['ES256'],
     token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
-    revocation_endpoint_auth_methods_supported: ['none'],
+    revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
     introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
     subject_types_supported: ['public'],
     authorization_response_iss_parameter_supported: true,

@@ -71,8 +71,9 @@ export function authorizationServerMetadata(issuer: string) {
     claims_supported: USERINFO_CLAIMS,
     id_token_signing_alg_values_supported: [SIGNING_ALGORITHM],
     token_endpoint_auth_methods_supported: [...CLIENT_AUTH_METHODS, 'none'],
-    // Revocation needs no client: a token is its own proof (RFC 7009 §2.1 allows public clients).
-    revocation_endpoint_auth_methods_supported: ['none'],
+    // RFC 7009 §2.1: a confidential client authenticates as at the token endpoint; a public one
+    // (and the holder of a token issued to no client) sends none.
+    revocation_endpoint_auth_methods_supported: [...CLIENT_AUTH_METHODS, 'none'],
     // An admin's bearer token is accepted too; RFC 8414 has no method name for it.
     introspection_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS,
     subject_types_supported: ['public'],

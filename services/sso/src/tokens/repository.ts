@@ -46,8 +46,8 @@ export interface RefreshTokenRepository {
   spentFamily(tokenHash: string): Promise<string | undefined>;
   /** A token that would be accepted now: its family's current one, unexpired, the family unrevoked. */
   live(tokenHash: string, now: Date): Promise<LiveRefreshToken | undefined>;
-  /** The family of a token by its hash, whatever its state. */
-  familyOf(tokenHash: string): Promise<string | undefined>;
+  /** The family of a token by its hash, whatever its state, and the registered client it was issued to (null: none). */
+  familyOf(tokenHash: string): Promise<{ familyId: string; clientId: string | null } | undefined>;
   /**
    * Revokes the families `which` names and, in the same transaction, records the revocations
    * `announce` makes of those that had a token issued since `issuedSince` (those whose access
@@ -139,8 +139,13 @@ export function createRefreshTokenRepository(prisma: PrismaClient, sql: SqlSessi
       const row = rows[0];
       return row ? { familyId: row.family_id, identityId: row.identity_id, createdAt: row.created_at, expiresAt: row.expires_at } : undefined;
     },
-    familyOf: async (tokenHash) =>
-      (await sql.query<{ family_id: string }>('SELECT "family_id" FROM "sso"."refresh_token" WHERE "token_hash" = $1', [tokenHash]))[0]?.family_id,
+    familyOf: async (tokenHash) => {
+      const [row] = await sql.query<{ family_id: string; client_id: string | null }>(
+        `SELECT t."family_id", f."client_id" FROM "sso"."refresh_token" t JOIN "sso"."refresh_family" f ON f."id" = t."family_id" WHERE t."token_hash" = $1`,
+        [tokenHash],
+      );
+      return row && { familyId: row.family_id, clientId: row.client_id };
+    },
     revoke: (which, now, issuedSince, announce) =>
       prisma.$transaction(async (tx) => {
         const where =

@@ -172,19 +172,24 @@ export async function tokenRoutes(app: App, options: TokenRoutesOptions): Promis
         summary: 'Revoke a sign-in by its refresh or access token (RFC 7009)',
         description:
           'Ends the sign-in the token belongs to: every refresh token rotated from it and every access ' +
-          'token carrying its `sid`, refused everywhere within a second. Answers 200 for unknown, expired ' +
-          'or already revoked tokens too, as RFC 7009 requires.',
+          'token carrying its `sid`, refused everywhere within a second. A token issued to a registered ' +
+          'client is revoked only when that client asks (RFC 7009 §2.1): a public client sends its ' +
+          '`client_id`, a confidential one authenticates as at the token endpoint (HTTP Basic or ' +
+          '`client_secret`), as does an API key for its own tokens; a request that names no client ' +
+          'speaks for the platform\'s first-party client, as a password grant that names none does. Credentials that fail are ' +
+          '401 `invalid_client`. Answers 200 for unknown, expired, already revoked and other clients\' ' +
+          'tokens, changing nothing for them, as RFC 7009 §2.2 allows.',
         consumes,
         body: revokeRequestSchema,
-        response: { 200: z.object({}).describe('Empty'), 400: oauthErrorSchema, 413: oauthErrorSchema, 500: oauthErrorSchema, 503: oauthErrorSchema },
-        responseHeaders: { 503: ['Retry-After'] },
+        response: { 200: z.object({}).describe('Empty'), ...errors },
+        responseHeaders,
       },
     },
     async (request, reply) => {
       const body = parametersOf(request.body);
       const token = body.token;
       if (typeof token !== 'string' || token.length === 0 || token.length > 4096) throw invalidRequest('Missing or invalid parameter: token.');
-      await options.tokens.revoke(token);
+      await options.tokens.revoke(token, body, grantContext(request));
       return noStore(reply).send({});
     },
   );

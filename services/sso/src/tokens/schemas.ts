@@ -41,8 +41,9 @@ export const oauthErrorSchema = z
 
 export const revokeRequestSchema = z
   .object({
-    token: z.string().describe('The refresh token to revoke'),
-    token_type_hint: z.string().optional().describe('refresh_token (access tokens are short-lived and not revocable)'),
+    token: z.string().describe('The refresh or access token whose sign-in ends'),
+    token_type_hint: z.string().optional().describe('access_token or refresh_token; not needed, the token says which it is'),
+    ...clientAuthenticationFields,
   })
   .meta({ id: 'RevokeRequest', examples: [{ token: 'the refresh token', token_type_hint: 'refresh_token' }] });
 

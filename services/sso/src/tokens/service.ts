@@ -84,9 +84,12 @@ export interface TokenService {
   grant(body: Record<string, unknown>, context: GrantContext): Promise<TokenResponse>;
   /**
    * RFC 7009: ends the sign-in a refresh or access token belongs to (its refresh tokens and
-   * its access tokens); unknown, expired or already revoked tokens are not an error.
+   * its access tokens), when the request comes from the client it was issued to (§2.1);
+   * unknown, expired, already revoked and other clients' tokens change nothing and are not an
+   * error (§2.2). Client credentials that fail are `invalid_client` (§2.2.1), before the token
+   * is looked at.
    */
-  revoke(token: string): Promise<void>;
+  revoke(token: string, body: { client_id?: unknown; client_secret?: unknown }, context: GrantContext): Promise<void>;
 }
 
 /** What a grant that signed someone in asks the token service to issue. */
@@ -306,6 +309,28 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
     return { identityId: verdict.identityId, credentialId: verdict.credentialId, roles: verdict.roles ?? [] };
   };
 
+  /**
+   * RFC 7009 §2.1: who asks to revoke. A request that names no client speaks for the
+   * platform's first-party client, as at the token endpoint's password grant. Otherwise a
+   * registered client (a public one by its id, a confidential one with its secret) or an API
+   * key's credential (as at the token endpoint); credentials that prove neither are
+   * `invalid_client`.
+   */
+  const revocationCaller = async (body: { client_id?: unknown; client_secret?: unknown }, context: GrantContext): Promise<string> => {
+    if (body.client_id === undefined && body.client_secret === undefined && !context.basic) return FIRST_PARTY_CLIENT_ID;
+    if ((body.client_id !== undefined && typeof body.client_id !== 'string') || (body.client_secret !== undefined && typeof body.client_secret !== 'string')) {
+      throw invalidRequest('Missing or invalid parameter: client_id, client_secret.');
+    }
+    const registered = options.registeredClient
+      ? await options.registeredClient(body, context).catch((error: unknown) => {
+          if (error instanceof OAuthError && error.error === 'invalid_client') return undefined;
+          throw error;
+        })
+      : undefined;
+    if (registered) return registered.id;
+    return (await authenticateClient(body as { client_id?: string; client_secret?: string }, context)).credentialId;
+  };
+
   const clientCredentialsGrant = async (grant: ClientCredentialsGrant, context: GrantContext): Promise<TokenResponse> => {
     const client = await authenticateClient(grant, context);
     // Exactly the identity's roles: an API key never grants more than its identity holds.
@@ -357,18 +382,23 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
       throw new OAuthError('unsupported_grant_type', `grant_type must be one of: ${GRANT_TYPES.join(', ')}.`);
     },
 
-    revoke: async (token) => {
-      const familyId = await repository.familyOf(hashRefreshToken(token));
-      if (familyId) {
-        await revoker.endSessions({ familyId }, [familyId]);
+    revoke: async (token, body, context) => {
+      const caller = await revocationCaller(body, context);
+      // §2.1: a token issued to a client is that client's to revoke; one issued to none (from
+      // before tokens named their client) is its holder's, whoever asks.
+      const mayRevoke = (owner: string | null | undefined) => !owner || owner === caller;
+      const family = await repository.familyOf(hashRefreshToken(token));
+      if (family) {
+        if (mayRevoke(family.clientId)) await revoker.endSessions({ familyId: family.familyId }, [family.familyId]);
         return;
       }
       // Not a refresh token: an access token of ours ends its sign-in; anything else is nothing to revoke.
-      const sid = await verifier.verify(token).then(
-        (principal) => principal.claims.sid,
+      const claims = await verifier.verify(token).then(
+        (principal) => principal.claims,
         () => undefined,
       );
-      if (sid && isUuid(sid)) await revoker.endSessions({ familyId: sid }, [sid]);
+      const sid = claims?.sid;
+      if (sid && isUuid(sid) && mayRevoke(claims.client_id)) await revoker.endSessions({ familyId: sid }, [sid]);
     },
   };
 }
