@@ -228,6 +228,9 @@ describe.each(CASES)('browser sign-in (%s, %s)', (topology, mode) => {
       ['an unknown scope', { scope: 'openid admin' }, 'invalid_scope'],
       ['prompt=none without a session', { prompt: 'none' }, 'login_required'],
       ['a request object', { request: 'eyJ...' }, 'request_not_supported'],
+      ['a request_uri (OIDC Core §6.2; only PAR would make one)', { request_uri: 'https://attacker.example/request.jwt' }, 'request_uri_not_supported'],
+      ['prompt=none beside another value (OIDC Core §3.1.2.1)', { prompt: 'none login' }, 'invalid_request'],
+      ['a prompt value nobody defined', { prompt: 'login sudo' }, 'invalid_request'],
     ])('redirects %s back with the error, state and iss (RFC 6749 §4.1.2.1, RFC 9207)', async (_what, params, error) => {
       const response = await new Browser(env.gateway).get(authorizeUrl(publicClient.id, params).url);
       expect(response.status).toBe(303);
@@ -265,6 +268,16 @@ describe.each(CASES)('browser sign-in (%s, %s)', (topology, mode) => {
       expect(new URL(none.headers.get('location')!).searchParams.get('error')).toBe('login_required');
       const recent = await browser.get(authorizeUrl(publicClient.id, { max_age: '3600', prompt: 'none' }).url);
       expect(new URL(recent.headers.get('location')!).searchParams.get('code')).toEqual(expect.any(String));
+    });
+
+    it('OIDC Core §3.1.2.1: prompt=consent (every client first-party: no page yet) answers at once with a live session, and prompt="login consent" shows the form', async () => {
+      const { browser } = await freshCode();
+      const consent = await browser.get(authorizeUrl(publicClient.id, { prompt: 'consent' }).url);
+      expect(consent.status).toBe(303);
+      expect(new URL(consent.headers.get('location')!).searchParams.get('code')).toEqual(expect.any(String));
+      const both = await browser.get(authorizeUrl(publicClient.id, { prompt: 'login consent' }).url);
+      expect(both.status).toBe(200);
+      expect(hiddenField(await both.text(), 'csrf')).toEqual(expect.any(String));
     });
 
     it('shows the form again for prompt=login despite a live session', async () => {
@@ -433,6 +446,27 @@ describe.each(CASES)('browser sign-in (%s, %s)', (topology, mode) => {
       const plain = await exchange({ code: oauth.code, client_id: publicClient.id, code_verifier: oauth.verifier });
       expect(plain.body.id_token).toBeUndefined();
       expect((await userinfo(String(plain.body.access_token))).body).toMatchObject({ sub: user.id, email: user.email });
+    });
+
+    it('OIDC Core §5.3.1: answers userinfo by POST as by GET, with or without a form; the token comes in the header only', async () => {
+      const { code, verifier } = await freshCode({ scope: 'openid email' });
+      const access = String((await exchange({ code, client_id: publicClient.id, code_verifier: verifier })).body.access_token);
+      const post = (headers: Record<string, string>, body?: string) =>
+        fetch(`${env.gateway}/api/v1/sso/userinfo`, { method: 'POST', headers, ...(body !== undefined && { body }) });
+      const byGet = (await userinfo(access)).body;
+      expect(byGet).toMatchObject({ sub: user.id, email: user.email });
+      for (const response of [
+        await post({ authorization: `Bearer ${access}` }),
+        await post({ authorization: `Bearer ${access}`, 'content-type': 'application/x-www-form-urlencoded' }, 'claims=ignored'),
+      ]) {
+        expect(response.status).toBe(200);
+        expect(response.headers.get('cache-control')).toBe('no-store');
+        expect(await response.json()).toEqual(byGet);
+      }
+      // RFC 6750 §2.2's form token is not taken: a token in a body ends up in logs.
+      const inBody = await post({ 'content-type': 'application/x-www-form-urlencoded' }, new URLSearchParams({ access_token: access }).toString());
+      expect(inBody.status).toBe(401);
+      expect((await post({ authorization: `Bearer ${access}x` })).status).toBe(401);
     });
   });
 

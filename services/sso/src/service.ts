@@ -141,7 +141,7 @@ export function createSsoService(options: SsoOptions = {}): Service<SsoOwnConfig
       await keyRoutes(app, { keys });
       await discoveryRoutes(app, { issuer: config.JWT_ISSUER });
       await app.register(tokenRoutes, { tokens, verifier, trustedProxies });
-      await userinfoRoutes(app, { identities: grantCache.identities });
+      await app.register(userinfoRoutes, { identities: grantCache.identities });
       await clientRoutes(app, { clients: oauthClients });
       const endSession = createEndSession({ browser, clients: oauthClients, verificationKeys: keys.verificationKeys, issuer: config.JWT_ISSUER });
       await app.register(browserRoutes, { browser, endSession });

@@ -111,6 +111,7 @@ describe('discovery', () => {
     introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
     subject_types_supported: ['public'],
     authorization_response_iss_parameter_supported: true,
+    request_uri_parameter_supported: false,
   };
 
   it.each(['/.well-known/oauth-authorization-server', '/.well-known/openid-configuration'])(

@@ -54,6 +54,8 @@ const KNOWN_PARAMETERS = new Set([
   'response_mode', 'prompt', 'login_hint', 'idp_hint', 'max_age', 'ui_locales', 'display', 'claims_locales', 'acr_values', 'request', 'request_uri',
 ]);
 const KNOWN_SCOPES = new Set<string>(SCOPES);
+/** The `prompt` values honoured (OpenID Connect Core §3.1.2.1); `select_account` needs a page not built yet. */
+export const SUPPORTED_PROMPTS = new Set(['none', 'login', 'consent']);
 
 /**
  * Checks an authorization request in the order RFC 6749 §4.1.2.1 demands: first whether the
@@ -110,8 +112,13 @@ export async function validateAuthorizationRequest(query: URLSearchParams, clien
 
   const nonce = once('nonce');
   if (nonce === null || (nonce !== undefined && (nonce.length === 0 || nonce.length > MAX_NONCE_LENGTH))) return fail('invalid_request', 'nonce is empty, repeated or too long.');
-  const prompt = once('prompt');
-  if (prompt !== undefined && prompt !== 'none' && prompt !== 'login') return fail('invalid_request', 'prompt must be none or login.');
+  // OpenID Connect Core §3.1.2.1: a space-delimited list; `none` stands alone. `consent` asks
+  // for nothing more: every client is first-party until consent pages exist (SECURITY.md).
+  const prompts = once('prompt')?.split(' ').filter(Boolean);
+  const unknownPrompts = prompts?.filter((value) => !SUPPORTED_PROMPTS.has(value)) ?? [];
+  if (unknownPrompts.length > 0) return fail('invalid_request', `prompt may hold none, login or consent, not: ${unknownPrompts.join(' ').slice(0, 100)}.`);
+  if (prompts?.includes('none') && prompts.length > 1) return fail('invalid_request', 'prompt=none cannot be combined with other values.');
+  const prompt: Prompt | undefined = prompts?.includes('none') ? 'none' : prompts?.includes('login') ? 'login' : undefined;
 
   const maxAge = once('max_age');
   if (maxAge !== undefined && (maxAge === null || !/^\d{1,9}$/.test(maxAge))) return fail('invalid_request', 'max_age must be a whole number of seconds.');

@@ -38,6 +38,7 @@ const metadataSchema = z
     introspection_endpoint_auth_methods_supported: z.array(z.string()),
     subject_types_supported: z.array(z.string()),
     authorization_response_iss_parameter_supported: z.boolean(),
+    request_uri_parameter_supported: z.boolean(),
   })
   .meta({ id: 'AuthorizationServerMetadata' });
 
@@ -79,6 +80,8 @@ export function authorizationServerMetadata(issuer: string) {
     subject_types_supported: ['public'],
     // RFC 9207: every authorization response names the issuer in `iss`.
     authorization_response_iss_parameter_supported: true,
+    // OpenID Connect Discovery §3: absent means true; a request_uri is refused (never fetched).
+    request_uri_parameter_supported: false,
   };
 }
 
