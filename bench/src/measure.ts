@@ -110,7 +110,6 @@ export async function measure(round: number | string, key: ScenarioKey, options:
   return row;
 }
 
-
 export function median(values: number[]): number | undefined {
   if (values.length === 0) return undefined;
   const sorted = [...values].sort((a, b) => a - b);

@@ -176,8 +176,9 @@ export async function tokenRoutes(app: App, options: TokenRoutesOptions): Promis
           'client is revoked only when that client asks (RFC 7009 §2.1): a public client sends its ' +
           '`client_id`, a confidential one authenticates as at the token endpoint (HTTP Basic or ' +
           '`client_secret`), as does an API key for its own tokens; a request that names no client ' +
-          'speaks for the platform\'s first-party client, as a password grant that names none does. Credentials that fail are ' +
-          '401 `invalid_client`. Answers 200 for unknown, expired, already revoked and other clients\' ' +
+          'speaks for the platform\'s first-party client, as a password grant that names none does. ' +
+          'Credentials that fail are 401 `invalid_client`. Answers 200 for unknown, expired, already ' +
+          'revoked and other clients\' ' +
           'tokens, changing nothing for them, as RFC 7009 §2.2 allows.',
         consumes,
         body: revokeRequestSchema,

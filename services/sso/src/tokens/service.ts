@@ -34,7 +34,6 @@ const NO_IDENTITY = '00000000-0000-0000-0000-000000000000';
 /** 256 random bits: a refresh token cannot be guessed, so one SHA-256 (no salt, no stretching) is a safe lookup key. */
 const REFRESH_TOKEN_BYTES = 32;
 
-
 export const hashRefreshToken = (token: string) => createHash('sha256').update(token).digest('hex');
 
 /** The HTTP-level facts a grant needs besides its parameters. */
